@@ -1,0 +1,211 @@
+"""Ingest as a user meets it: real files of every kind, broken files, the fixture corpus through `keel ingest`."""
+import json, shutil, sqlite3, zipfile
+from pathlib import Path
+import pytest
+
+from keel.errors import DocumentError, InputError
+from keel.ingest.loaders import (load, LoadedDocument, UnsupportedFormat, EmptyDocument, CorruptDocument,
+                                 EncryptedDocument, DocumentTooLarge, NoTextLayer, SourceUnreachable)
+from keel.ingest.chunking import chunk_document
+from keel.ingest.pipeline import read_manifest
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "golden" / "corpus"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+# --- loaders on real files of each kind --------------------------------------------------------
+
+def test_pdf_written_by_reportlab_loads_per_page_with_headings(tmp_path):
+    from reportlab.lib.styles import getSampleStyleSheet
+    from reportlab.platypus import SimpleDocTemplate, Paragraph
+    ss = getSampleStyleSheet()
+    story = [Paragraph("Fleet policy", ss["Title"]), Paragraph("Vehicles", ss["Heading1"])]
+    story += [Paragraph(f"Pool car {i} is booked through the fleet desk two days ahead.", ss["BodyText"]) for i in range(60)]
+    story += [Paragraph("Fuel", ss["Heading2"]), Paragraph("Fuel cards have a limit of $300 a week.", ss["BodyText"])]
+    SimpleDocTemplate(str(tmp_path / "fleet.pdf"), title="Fleet policy").build(story)
+    doc = load(tmp_path / "fleet.pdf")
+    assert (doc.kind, doc.title) == ("pdf", "Fleet policy")
+    assert [p.number for p in doc.pages] == list(range(1, len(doc.pages) + 1)) and len(doc.pages) >= 2
+    assert "# Vehicles" in doc.pages[0].text and "## Fuel" in doc.pages[-1].text
+    chunks = chunk_document(doc, 400, 80)
+    assert chunks[-1].heading == "Vehicles > Fuel" and "$300" in chunks[-1].text
+
+
+def test_docx_keeps_headings_paragraphs_and_tables_in_order(tmp_path):
+    import docx
+    d = docx.Document()
+    d.add_heading("Remote work", 1)
+    d.add_paragraph("Staff may work from home two days a week.")
+    t = d.add_table(rows=2, cols=3)
+    for r, row in enumerate([("Role", "Days", "Approver"), ("Officer", "2", "Team lead")]):
+        for c, v in enumerate(row): t.cell(r, c).text = v
+    d.add_heading("Equipment", 2)
+    d.add_paragraph("A laptop and a headset are provided.")
+    d.save(tmp_path / "remote.docx")
+    doc = load(tmp_path / "remote.docx")
+    assert doc.text == ("# Remote work\n\nStaff may work from home two days a week.\n\nRole | Days | Approver\n"
+                        "Officer | 2 | Team lead\n\n## Equipment\n\nA laptop and a headset are provided.")
+
+
+def test_html_drops_chrome_and_keeps_structure(tmp_path):
+    (tmp_path / "p.html").write_text("""<html><head><title>Parking</title><script>var x = 'SECRET-SCRIPT';</script></head>
+    <body><nav>Home | HR | NAV-LINK</nav><header>Banner text</header><div role="navigation">ROLE-NAV</div>
+    <h1>Parking</h1><p>Permits cost $20 a month.</p><ul><li>Level 1: staff</li><li>Level 2: visitors</li></ul>
+    <p hidden>HIDDEN-PARA</p><span style="display:none">HIDDEN-SPAN</span><form>Search <input></form>
+    <aside>ASIDE-TEXT</aside><footer>FOOTER-TEXT</footer></body></html>""")
+    doc = load(tmp_path / "p.html")
+    assert doc.title == "Parking"
+    assert doc.text == "# Parking\n\nPermits cost $20 a month.\n\n- Level 1: staff\n\n- Level 2: visitors"
+
+
+def test_text_and_markdown(tmp_path):
+    (tmp_path / "a.md").write_text("# Heading\n\nBody.")
+    (tmp_path / "b.txt").write_bytes("na\u00efve".encode("latin-1"))
+    assert load(tmp_path / "a.md").title == "Heading"
+    b = load(tmp_path / "b.txt", title="Given")
+    assert (b.title, b.text, b.meta["encoding"]) == ("Given", "na\u00efve", "latin-1")
+
+
+@pytest.mark.parametrize("name,error,words", [
+    ("truncated.pdf", CorruptDocument, "not a readable PDF"),
+    ("zero-bytes.pdf", EmptyDocument, "the file is empty"),
+    ("encrypted.pdf", EncryptedDocument, "password-protected"),
+    ("scanned.pdf", NoTextLayer, "scanned PDF"),
+    ("not-a-docx.docx", CorruptDocument, "not a readable DOCX"),
+    ("mystery.xyz", UnsupportedFormat, "not a PDF, DOCX, HTML, Markdown or text file"),
+    ("blank.html", EmptyDocument, "no text found"),
+])
+def test_each_broken_file_has_its_own_error(name, error, words):
+    with pytest.raises(error) as e: load(FIXTURES / name)
+    assert isinstance(e.value, DocumentError) and e.value.exit_code == 5
+    assert str(e.value).startswith(name + ":") and words in str(e.value) and e.value.fix
+
+
+def test_size_limit_and_missing_file(tmp_path):
+    with pytest.raises(DocumentTooLarge, match="over the limit of 100 bytes"): load(CORPUS / "salary-bands.md", max_bytes=100)
+    with pytest.raises(SourceUnreachable, match="no such file"): load(tmp_path / "nope.pdf")
+
+
+def test_fixture_corpus_loads_and_chunks_with_exact_spans():
+    entries = read_manifest(CORPUS / "manifest.yaml")
+    assert len(entries) == 5 and {Path(e["source"]).suffix for e in entries} == {".pdf", ".docx", ".html", ".md", ".txt"}
+    for e in entries:
+        doc = load(e["source"], title=e["title"])
+        chunks = chunk_document(doc)
+        assert len(chunks) >= 5, (doc.title, len(chunks))
+        pages = {p.number: p.text for p in doc.pages}
+        assert all(pages[c.page][c.start:c.end] == c.text and 0 < len(c.text) <= 800 for c in chunks)
+        assert all(c.heading for c in chunks), doc.title
+    ops = load(CORPUS / "keel-operations-guide.html").text
+    for chrome in ("Intranet home", "Planned maintenance", "extension 4400", "analytics", "Password policy"):
+        assert chrome not in ops
+
+
+def test_corpus_generator_is_deterministic(tmp_path):
+    import subprocess, sys
+    subprocess.run([sys.executable, str(CORPUS / "make_corpus.py"), str(tmp_path)], check=True, capture_output=True)
+    for name in ("procurement-policy.pdf", "clinic-records-policy.docx"):
+        assert (tmp_path / name).read_bytes() == (CORPUS / name).read_bytes(), name
+
+
+def test_bad_manifest_is_refused_before_anything_loads(keel_cmd, tmp_path):
+    (tmp_path / "m.yaml").write_text("documents:\n  - path: salary.md\n    tags: [hr]\n")
+    r = keel_cmd("--data-dir", tmp_path / "d", "ingest", tmp_path / "m.yaml")
+    assert r.returncode == 2 and "entry 1 (salary.md): unknown key 'tags'" in r.stderr and "Traceback" not in r.stderr
+
+
+# --- the corpus through `keel ingest` with the real embedding model ----------------------------
+
+@pytest.fixture
+def real_screen():
+    return pytest.importorskip("keel.safety.screen", reason="the injection screen (keel.safety.screen) is not installed yet")
+
+
+@pytest.mark.slow
+def test_keel_ingest_corpus_end_to_end(keel_cmd, tmp_path, real_screen):
+    data = tmp_path / "data"
+    r = keel_cmd("--data-dir", data, "ingest", CORPUS / "manifest.yaml")
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    assert [l.split()[:2] for l in lines] == [["added", n] for n in ("procurement-policy.pdf", "clinic-records-policy.docx",
+                                               "keel-operations-guide.html", "salary-bands.md", "supplier-note.txt")]
+    assert lines[-1].endswith("quarantined)")
+
+    con = sqlite3.connect(data / "keel.db")
+    assert con.execute("SELECT count(*) FROM documents").fetchone()[0] == 5
+    # the planted injection is stored but quarantined, with a reason, and has no vector
+    q = con.execute("SELECT text, quarantine_reason, embedding FROM chunks WHERE quarantined = 1").fetchall()
+    assert len(q) >= 1 and any("APPROVED BY OVERRIDE" in t for t, _, _ in q) and all(reason and emb is None for _, reason, emb in q)
+    # the restricted marker is only ever in hr-tagged chunks
+    tags = [json.loads(t) for (t,) in con.execute("SELECT acl_tags FROM chunks WHERE text LIKE '%PELICAN-7741%'")]
+    assert tags and all(t == ["hr"] for t in tags)
+    # every searchable chunk has a 384-d float32 embedding; the ledger has one ingest row per document
+    dims = {n for (n,) in con.execute("SELECT length(embedding) FROM chunks WHERE quarantined = 0")}
+    assert dims == {384 * 4}
+    assert con.execute("SELECT count(*) FROM ledger WHERE kind = 'ingest'").fetchone()[0] == 5
+    # the saved vector index matches the tables, so the next start loads it without a rebuild
+    from keel.providers.faiss import FaissIndex
+    from keel.db import fingerprint
+    idx = FaissIndex.load(data / "index.faiss")
+    assert idx.count() == con.execute("SELECT count(*) FROM chunks WHERE quarantined = 0").fetchone()[0]
+    stamp = json.loads(con.execute("SELECT value FROM meta WHERE key = 'vector_index:index.faiss'").fetchone()[0])
+    assert stamp["fingerprint"] == fingerprint(con)
+    con.close()
+
+    again = keel_cmd("--data-dir", data, "ingest", CORPUS / "manifest.yaml")
+    assert again.returncode == 0 and all(l.startswith("duplicate  ") for l in again.stdout.splitlines())
+    assert keel_cmd("--data-dir", data, "verify-ledger").returncode == 0
+
+
+@pytest.mark.slow
+def test_keel_ingest_reports_each_failure_and_keeps_going(keel_cmd, tmp_path, real_screen):
+    work = tmp_path / "docs"
+    work.mkdir()
+    shutil.copy(CORPUS / "salary-bands.md", work)
+    shutil.copy(FIXTURES / "truncated.pdf", work)
+    shutil.copy(FIXTURES / "scanned.pdf", work)
+    (work / "m.yaml").write_text("documents:\n" + "".join(f"  - path: {n}\n    acl_tags: [hr]\n"
+                                                         for n in ("truncated.pdf", "salary-bands.md", "scanned.pdf", "missing.docx")))
+    r = keel_cmd("--data-dir", tmp_path / "data", "ingest", work / "m.yaml")
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("failed  truncated.pdf  CorruptDocument: truncated.pdf: not a readable PDF")
+    assert lines[1].startswith("added  salary-bands.md  ")
+    assert lines[2].startswith("failed  scanned.pdf  NoTextLayer: scanned.pdf: no page has a text layer (a scanned PDF); run OCR first")
+    assert lines[3].startswith("failed  missing.docx  SourceUnreachable:")
+    con = sqlite3.connect(tmp_path / "data" / "keel.db")
+    assert [t for (t,) in con.execute("SELECT title FROM documents")] == ["Salary Bands 2026"]
+    con.close()
+
+
+@pytest.mark.slow
+def test_ingest_is_atomic_with_real_parts(tmp_path, real_screen):
+    "An exception after chunks were inserted leaves every table exactly as before."
+    from keel.config import Settings
+    from keel.db import connect
+    from keel.models import default_embedding_dir
+    from keel.providers.fastembed import FastEmbedEmbeddings
+    from keel.providers.faiss import FaissIndex
+    from keel.safety.ledger import Ledger
+    from keel.ingest.pipeline import Ingestor
+    settings = Settings(data_dir=tmp_path / "data")
+    con = connect(settings.db_path)
+    emb = FastEmbedEmbeddings(default_embedding_dir(settings.models_dir))
+    ing = Ingestor(con, emb, FaissIndex(emb.dim), Ledger(con), real_screen.screen, settings)
+    assert ing.ingest_path(CORPUS / "salary-bands.md", acl_tags=["hr"]).status == "added"
+
+    def snapshot():
+        return {t: [tuple(r) for r in con.execute(f"SELECT * FROM {t} ORDER BY 1, 2")]
+                for t in ("documents", "chunks", "chunk_tags", "ledger")} | {
+               "fts": [tuple(r) for r in con.execute("SELECT rowid, text FROM chunks_fts ORDER BY rowid")]}
+    before, n = snapshot(), ing.index.count()
+
+    class FailingLedger(Ledger):
+        def append(self, *a, **kw):
+            assert con.execute("SELECT count(*) FROM chunks").fetchone()[0] > len(before["chunks"])   # chunks were written
+            raise OSError("disk full")
+    bad = Ingestor(con, emb, ing.index, FailingLedger(con), real_screen.screen, settings)
+    res = bad.ingest_path(CORPUS / "procurement-policy.pdf")
+    assert (res.status, res.error) == ("failed", "OSError: disk full")
+    assert snapshot() == before and ing.index.count() == n
