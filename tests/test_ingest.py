@@ -102,6 +102,17 @@ def test_fixture_corpus_loads_and_chunks_with_exact_spans():
         assert chrome not in ops
 
 
+def test_facts_headings_exist_in_the_chunked_corpus():
+    "FACTS.md is what the golden set is written from: every heading it names must be a real chunk heading."
+    import re
+    heads = set()
+    for e in read_manifest(CORPUS / "manifest.yaml"):
+        heads |= {c.heading for c in chunk_document(load(e["source"], title=e["title"]))}
+    named = [h.replace("...", "Supplier Note: Coastal Office Supplies").replace(" (quarantined)", "")
+             for h in re.findall(r"^\| ([^|]+?) \|", (CORPUS / "FACTS.md").read_text(), re.M) if h != "Heading"]
+    assert len(named) >= 30 and [h for h in named if h not in heads] == []
+
+
 def test_corpus_generator_is_deterministic(tmp_path):
     import subprocess, sys
     subprocess.run([sys.executable, str(CORPUS / "make_corpus.py"), str(tmp_path)], check=True, capture_output=True)
