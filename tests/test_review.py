@@ -156,21 +156,30 @@ def test_reports(reviewed, tmp_path):
               "### Affected questions", "### Uncovered changed paths", "- `parking.md`", "- `canteen.md`"):
         assert s in md, s
 
-def test_temporary_data_directories_are_removed(repo, settings, tmp_path, monkeypatch):
-    r, c = repo
-    monkeypatch.setenv("TMPDIR", str(tmp_path))
-    import tempfile; monkeypatch.setattr(tempfile, "tempdir", None)
-    review(r/"review.yaml", r/"kb", base=c["fix"], settings=settings)
-    assert list(tmp_path.iterdir()) == []
+@pytest.fixture
+def made_dirs(monkeypatch):
+    "Record the temporary directories the review creates."
+    import tempfile
+    made, real = [], tempfile.mkdtemp
+    def mkdtemp(*a, **kw):
+        d = real(*a, **kw); made.append(Path(d)); return d
+    monkeypatch.setattr(tempfile, "mkdtemp", mkdtemp)
+    return made
 
-def test_temporary_directories_removed_on_error(repo, settings, tmp_path, monkeypatch):
+def test_temporary_data_directories_are_removed(repo, settings, made_dirs):
     r, c = repo
-    monkeypatch.setenv("TMPDIR", str(tmp_path))
-    import tempfile; monkeypatch.setattr(tempfile, "tempdir", None)
-    crash = tmp_path.parent/"crash.py"; crash.write_text("import sys; sys.exit(7)")
+    review(r/"review.yaml", r/"kb", base=c["fix"], settings=settings)
+    ours = [d for d in made_dirs if d.name.startswith("keel-review")]
+    assert len(ours) == 3                      # working data, base tree, base data
+    assert not any(d.exists() for d in ours)
+
+def test_temporary_directories_removed_on_error(repo, settings, made_dirs, tmp_path):
+    r, c = repo
+    crash = tmp_path/"crash.py"; crash.write_text("import sys; sys.exit(7)")
     with pytest.raises(InputError, match="exited with status 7"):
         review(r/"review.yaml", r/"kb", base=c["fix"], settings=settings, answer_command=[sys.executable, str(crash)])
-    assert list(tmp_path.iterdir()) == []
+    ours = [d for d in made_dirs if d.name.startswith("keel-review")]
+    assert len(ours) == 1 and not ours[0].exists()   # the working revision failed before the base was unpacked
 
 # ---------------------------------------------------------------- the keel command and exit codes
 
