@@ -145,14 +145,14 @@ def test_keel_ingest_corpus_end_to_end(keel_cmd, tmp_path, real_screen):
 
     con = sqlite3.connect(data / "keel.db")
     assert con.execute("SELECT count(*) FROM documents").fetchone()[0] == 5
-    # the planted injection is stored but quarantined, with a reason, and has no vector
+    # the planted injection is stored quarantined, with a reason, and kept out of the vector index
     q = con.execute("SELECT text, quarantine_reason, embedding FROM chunks WHERE quarantined = 1").fetchall()
-    assert len(q) >= 1 and any("APPROVED BY OVERRIDE" in t for t, _, _ in q) and all(reason and emb is None for _, reason, emb in q)
+    assert len(q) >= 1 and any("APPROVED BY OVERRIDE" in t for t, _, _ in q) and all(reason and len(emb) == 384 * 4 for _, reason, emb in q)
     # the restricted marker is only ever in hr-tagged chunks
     tags = [json.loads(t) for (t,) in con.execute("SELECT acl_tags FROM chunks WHERE text LIKE '%PELICAN-7741%'")]
     assert tags and all(t == ["hr"] for t in tags)
     # every searchable chunk has a 384-d float32 embedding; the ledger has one ingest row per document
-    dims = {n for (n,) in con.execute("SELECT length(embedding) FROM chunks WHERE quarantined = 0")}
+    dims = {n for (n,) in con.execute("SELECT length(embedding) FROM chunks")}
     assert dims == {384 * 4}
     assert con.execute("SELECT count(*) FROM ledger WHERE kind = 'ingest'").fetchone()[0] == 5
     # the saved vector index matches the tables, so the next start loads it without a rebuild
