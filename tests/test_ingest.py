@@ -167,6 +167,13 @@ def test_keel_ingest_corpus_end_to_end(keel_cmd, tmp_path, real_screen):
 
     again = keel_cmd("--data-dir", data, "ingest", CORPUS / "manifest.yaml")
     assert again.returncode == 0 and all(l.startswith("duplicate  ") for l in again.stdout.splitlines())
+    # a permission mistake is corrected by ingesting the same file with the right tags
+    r = keel_cmd("--data-dir", data, "ingest", CORPUS / "supplier-note.txt", "--title", "Supplier Note: Coastal Office Supplies", "--tags", "finance")
+    assert r.returncode == 0 and r.stdout.startswith("replaced  supplier-note.txt  "), r.stdout + r.stderr
+    con = sqlite3.connect(data / "keel.db")
+    assert {json.loads(t)[0] for (t,) in con.execute("SELECT c.acl_tags FROM chunks c JOIN documents d ON d.id = c.document_id "
+                                                    "WHERE d.source LIKE '%supplier-note.txt'")} == {"finance"}
+    con.close()
     assert keel_cmd("--data-dir", data, "verify-ledger").returncode == 0
 
 
