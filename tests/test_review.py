@@ -251,14 +251,15 @@ def test_example_answer_command(repo, settings, tmp_path):
     assert cases["quotes-threshold"].classification == "regressed"
     validate(res.to_dict(), "review-report")
 
-def test_example_command_response_matches_schema(tmp_path):
+@pytest.mark.parametrize("flags", [[], ["--plain"]])
+def test_example_command_response_matches_schema(tmp_path, flags):
     req = {"schema_version": 1, "dataset": {"id": "d", "digest": "sha256:" + "0" * 64}, "revision": "working-tree",
            "cases": [{"id": "q1", "question": "Who approves large purchases?", "sources": [
                         {"locator": "p.md#Approvals", "text": "Large purchases are approved by the finance director.",
                          "digest": "sha256:" + "1" * 64, "title": "P", "heading": "Approvals"}]},
                      {"id": "q2", "question": "What is the capital of Peru?", "sources": []}]}
     validate(req, "answer-request")
-    out = subprocess.run(EXAMPLE, input=json.dumps(req), capture_output=True, text=True, check=True)
+    out = subprocess.run(EXAMPLE + flags, input=json.dumps(req), capture_output=True, text=True, check=True)
     resp = json.loads(out.stdout)
     validate(resp, "answer-response")
     assert resp["answers"][0]["claims"][0]["citations"] == ["p.md#Approvals"]
