@@ -136,7 +136,7 @@ def test_injection_set_is_rich(items):
 
 # Floors and ceilings measured on this set (see nbs/24_safety_report.ipynb), set a little below/above
 # the measured figures so that a regression fails while a change of one passage does not.
-FLOORS = {"all": (0.88, 0.03), "held_out": (0.60, 0.10)}
+FLOORS = {"all": (0.90, 0.02), "held_out": (0.62, 0.06)}
 
 @pytest.mark.parametrize("split", ["all", "held_out"])
 def test_screen_recall_and_false_positives(items, split):
