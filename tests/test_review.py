@@ -129,6 +129,9 @@ def test_impact_reasons(reviewed):
         assert {"source_changed", "retrieval_changed", "outcome_changed"} <= set(c.reasons), (cid, c.reasons)
         assert path in c.changed_sources
         assert c.work.retrieved[0].path == path and c.base.retrieved[0].text != c.work.retrieved[0].text
+    breach = cases["breach-deadline"]        # Keel's extractive engine: every sentence cites a passage it was shown
+    assert "answer_changed" in breach.reasons and "72 hours" in breach.work.answer and "five days" in breach.base.answer
+    assert breach.work.groundedness == 1.0 and breach.work.citations[0].startswith("clinic.md#Breach handling")
     rr = cases["records-retention"]   # its file changed, its own passage and outcome did not
     assert "source_changed" in rr.reasons and "retrieval_changed" not in rr.reasons and "outcome_changed" not in rr.reasons
     assert rr.changed_sources == ["clinic.md"]
