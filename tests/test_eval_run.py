@@ -6,7 +6,7 @@ a retriever that ignores access tags makes the leak count non-zero and fails the
 tolerances. The fast tests answer in extractive mode (no language model); the `slow` ones use the
 default generative model and the judge.
 """
-import json, shutil, time
+import dataclasses, json, shutil, time
 from pathlib import Path
 import pytest
 from keel.config import load_settings
@@ -26,9 +26,12 @@ class NothingRetriever:
 
 
 class TagBlindRetriever:
-    "A deliberately permissive retriever: searches as if the caller held every tag."
+    """A deliberately permissive retriever: ignores the caller's tags, searching everything and stamping each hit
+    with the caller's tags (so the answer engine's own `allowed()` re-check cannot see the problem)."""
     def __init__(self, inner): self.inner = inner
-    def retrieve(self, query, tags=None, *args, **kwargs): return self.inner.retrieve(query, ["public", "hr"], *args, **kwargs)
+    def retrieve(self, query, tags=None, k=None):
+        hits = self.inner.retrieve(query, ["public", "hr"], k)
+        return [dataclasses.replace(h, acl_tags=list(tags or ["public"])) for h in hits]
 
 
 def make_ctx(data_dir, mode="extractive", retriever=None):
