@@ -97,9 +97,22 @@ def test_fixture_benchmark_end_to_end(keel_cmd, tmp_path):
     assert rep["overall"]["hybrid"]["document"]["recall@10"] >= 0.9
     assert "| hybrid |" in (tmp_path / "r.md").read_text()
     assert (tmp_path / "runs" / "hybrid.section.run").is_file() and (tmp_path / "runs" / "document.qrels").is_file()
+    # a second embedding model (here the packaged MiniLM folder again) runs as vector2; an unreachable one is skipped
+    folder = next((data / "models").glob("all-MiniLM*"))
+    r = keel_cmd("--data-dir", data, "eval", "retrieval", FIXTURE, "--systems", "bm25", "vector2", "--embed2-path", folder,
+                 "--json", tmp_path / "v2.json", "--cache", tmp_path / "cache")
+    assert r.returncode == 0, r.stdout + r.stderr
+    v2 = json.loads((tmp_path / "v2.json").read_text())
+    assert v2["systems"] == ["bm25", "vector2"] and v2["overall"]["vector2"]["document"]["recall@10"] >= 0.9
+    assert list((tmp_path / "cache").glob("*.npz")), "vector2's embeddings are cached"
+    r = keel_cmd("--data-dir", data, "eval", "retrieval", FIXTURE, "--systems", "bm25", "vector2",
+                 "--embed2-endpoint", "http://127.0.0.1:9/v1", "--embed2-model", "none", "--json", tmp_path / "down.json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    down = json.loads((tmp_path / "down.json").read_text())
+    assert down["systems"] == ["bm25"] and "vector2" in down["skipped"]
     # an impossible gate fails the run; an anonymous caller never sees the hr-only salary document
     text = FIXTURE.read_text().replace("metric: mrr, minimum: 0.7}", "metric: mrr, minimum: 1.5}")
-    text += "  - {id: anon-band-4, category: leak, query: What is the salary range for Band 4?, judgments: [{path: salary-bands.md, relevance: 3}]}\n"
+    text += "  - {id: anon-band-4, category: leak, query: \"What is the salary range for Band 4?\", judgments: [{path: salary-bands.md, relevance: 3}]}\n"
     (tmp_path / "strict.yaml").write_text(text)
     r = keel_cmd("--data-dir", data, "eval", "retrieval", tmp_path / "strict.yaml", "--json", tmp_path / "s.json")
     assert r.returncode == 1 and "gate hybrid-document-mrr: FAIL" in r.stdout
