@@ -31,3 +31,22 @@ def test_corrupt_database_is_a_clear_error(keel_cmd, tmp_path):
     (tmp_path / "keel.db").write_bytes(b"not a database" * 200)
     r = keel_cmd("--data-dir", tmp_path, "verify-ledger")
     assert r.returncode == 1 and "cannot open" in r.stderr and "Traceback" not in r.stderr
+
+def test_quarantine_list_and_release_is_recorded(keel_cmd, tmp_path):
+    from pathlib import Path
+    note = Path(__file__).resolve().parent.parent / "golden" / "corpus" / "supplier-note.txt"
+    d = tmp_path / "d"
+    r = keel_cmd("--data-dir", d, "ingest", note, "--tags", "public")
+    assert r.returncode == 0, r.stderr
+    assert "quarantined" in r.stdout
+    r = keel_cmd("--data-dir", d, "quarantine", "list")
+    assert r.returncode == 0 and "1 quarantined chunk(s)" in r.stdout and "instruction_override" in r.stdout
+    cid = int(r.stdout.split()[0])
+    r = keel_cmd("--data-dir", d, "quarantine", "release", cid, "--admin", "ines")
+    assert r.returncode == 2 and "--reason" in r.stderr
+    r = keel_cmd("--data-dir", d, "quarantine", "release", cid, "--admin", "ines", "--reason", "reviewed")
+    assert r.returncode == 0 and f"released chunk {cid}" in r.stdout
+    r = keel_cmd("--data-dir", d, "quarantine", "release", cid, "--admin", "ines", "--reason", "again")
+    assert r.returncode == 2 and "not quarantined" in r.stderr
+    r = keel_cmd("--data-dir", d, "verify-ledger")
+    assert r.returncode == 0 and "intact" in r.stdout
