@@ -107,10 +107,11 @@ def main(argv=None):
     ap.add_argument("--compare", action="store_true", help="also run the alternative completion prompts")
     ap.add_argument("--data-dir", type=Path, help="data directory to use (the fixture corpus is ingested if it is empty)")
     ap.add_argument("--json", type=Path, help="write the summaries and rows here")
+    ap.add_argument("--top-k", type=int, default=6, help="passages placed in front of the model (settings.top_k_final)")
     ap.add_argument("--threads", type=int, default=None, help="llama.cpp threads")
     args = ap.parse_args(argv)
     d = args.data_dir or Path(tempfile.mkdtemp(prefix="keel-bench-answer-"))
-    s = load_settings(env={}, dotenv=None, data_dir=d, temperature=0.0, max_output_tokens=120, llm_context=4096, llm_threads=args.threads)
+    s = load_settings(env={}, dotenv=None, data_dir=d, temperature=0.0, max_output_tokens=120, llm_context=4096, llm_threads=args.threads, top_k_final=args.top_k)
     ctx = build_context(s)
     if not ctx.con.execute("SELECT count(*) FROM documents").fetchone()[0]:
         t = time.perf_counter()
@@ -124,7 +125,8 @@ def main(argv=None):
         prompts.completion_prompt = fn
         try: out.append(run(ctx, llm, label))
         finally: prompts.completion_prompt = saved
-    print("\n| prompt | correct | model cited | false refusals | refused unanswerable | bare first reply | retrieval ms | prompt ms | generation ms |")
+    print(f"\ntop_k_final={args.top_k}, {len(CASES)} answerable + {len(UNANSWERABLE)} unanswerable questions")
+    print("| prompt | correct | model cited | false refusals | refused unanswerable | bare first reply | retrieval ms | prompt ms | generation ms |")
     print("|---|---|---|---|---|---|---|---|---|")
     for s_, _ in out:
         print(f"| {s_['variant']} | {s_['correct']}/{s_['answerable']} | {s_['model_cited']}/{s_['answerable']} | {s_['false_refusals']} | "
