@@ -50,7 +50,7 @@ def test_models_load_offline_under_airgap(models):
         check_embeddings(emb)
         v = emb.embed(["Invoices over ten thousand dollars need three quotes.", "How many quotes does a large invoice need?"])
         assert v.shape == (2, 384) and float(v[0] @ v[1]) > 0.5
-        llm = LlamaCppLLM(models["llm"], n_ctx=1024, n_threads=2)
+        llm = LlamaCppLLM(models["llm"], n_ctx=1024, n_threads=1)
         assert llm.prompt_style == "completion"
         r = llm.complete("The capital of France is", max_tokens=4, temperature=0)
         assert r.prompt_tokens > 0 and 0 < r.output_tokens <= 4
