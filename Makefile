@@ -39,7 +39,8 @@ test-slow: install
 	$(BIN)/pytest -q -m slow tests
 
 bench: install
-	$(PY) bench/run_all.py
+	$(PY) bench/bench_providers.py
+	$(PY) bench/bench_retrieval.py --skip-scifact --skip-synthetic
 
 readme: install
 	$(PY) tools/make_readme.py
