@@ -27,5 +27,5 @@ step "verify the ledger"
 step "golden-set evaluation"
 "$KEEL" eval run golden/golden.yaml --report-dir reports
 code=$?
-step "report: reports/latest.html (exit $code)"
+step "report: reports/latest.html (gate exit code $code; the judge is reported but not gated while it disagrees with the human labels)"
 exit 0
