@@ -18,6 +18,9 @@ _DELEGATED = {
     "eval retrieval": ("keel.evals.retrieval", "cli", "ranked-retrieval benchmark with graded judgments"),
     "eval review": ("keel.evals.review", "cli_review", "evaluate a knowledge-base change against its git base"),
     "eval claims": ("keel.evals.claims", "cli_claims", "replay typed claims across git checkpoints"),
+    "eval agent": ("keel.evals.agent", "cli", "run the agent golden tasks: task success, policy violations (gated), approvals"),
+    "agent": ("keel.agent.cli", "cli_agent", 'carry out a task with tools: keel agent "task" --user U --tags a,b | keel agent resume RUN'),
+    "approvals": ("keel.agent.cli", "cli_approvals", "review and decide pending write calls: list, show, approve, reject"),
 }
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--admin", required=True, help="who releases it")
     r.add_argument("--reason", required=True, help="why the passage is safe")
     sub.add_parser("ingest", help=_DELEGATED["ingest"][2], add_help=False)
+    for k in ("agent", "approvals"): sub.add_parser(k, help=_DELEGATED[k][2], add_help=False)
     ev = sub.add_parser("eval", help="evaluation harness: run, retrieval, review, claims")
     evs = ev.add_subparsers(dest="eval_command", metavar="EVAL_COMMAND")
     for k, (_, _, h) in _DELEGATED.items():

@@ -49,6 +49,10 @@ class Settings:
     judge_endpoint: str|None = None          # an optional second judge (OpenAI-compatible); never under the air-gap
     judge_model: str|None = None             # model name for the second judge
     max_document_bytes: int = 50_000_000     # larger files are refused at ingest
+    agent_reporting_db: Path|None = None     # the SQLite file `sql_readonly` reads; empty means reporting.db in the data directory
+    agent_sql_tables: tuple = ()             # tables `sql_readonly` may read (none by default)
+    agent_http_allow: tuple = ()             # hosts `http_get` may fetch, only while the air-gap is off
+    agent_result_chars: int = 2000           # a tool result is cut to this many characters before the model sees it
 
     def replace(self, **kw) -> Settings:
         "A copy with some fields changed, validated again."
@@ -100,6 +104,7 @@ def validate(s:Settings) -> Settings:
     if s.llm_timeout <= 0: bad("llm_timeout", "must be positive")
     if s.llm_prompt_style not in (None, "chat", "completion"): bad("llm_prompt_style", "must be chat, completion or empty")
     if s.llm_threads is not None and s.llm_threads < 1: bad("llm_threads", "must be at least 1")
+    if s.agent_result_chars < 1: bad("agent_result_chars", "must be at least 1")
     if s.llm_backend == "openai" and not s.llm_endpoint: bad("llm_endpoint", "is required when KEEL_LLM_BACKEND=openai")
     if s.embed_backend == "openai" and not s.embed_endpoint: bad("embed_endpoint", "is required when KEEL_EMBED_BACKEND=openai")
     return s

@@ -94,15 +94,53 @@ CREATE TABLE IF NOT EXISTS inference_log (
 CREATE INDEX IF NOT EXISTS inference_log_ts ON inference_log(ts);
 CREATE TABLE IF NOT EXISTS approvals (
   id INTEGER PRIMARY KEY,
-  request_id TEXT NOT NULL,
-  ts TEXT NOT NULL,
+  run_id TEXT NOT NULL,
+  step INTEGER NOT NULL,
   tool TEXT NOT NULL,
   args TEXT NOT NULL,
+  args_sha256 TEXT NOT NULL,
   requested_by TEXT NOT NULL,
-  status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending','approved','rejected','executed')),
+  created_at TEXT NOT NULL,
+  expires_at TEXT,
+  on_timeout TEXT NOT NULL DEFAULT 'reject',
+  status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending','approved','rejected','modified','expired')),
   decided_by TEXT,
   decided_at TEXT,
-  result TEXT
+  reason TEXT,
+  final_args TEXT,
+  executed_at TEXT,
+  result TEXT,
+  UNIQUE (run_id, step)
+);
+CREATE TABLE IF NOT EXISTS agent_runs (
+  run_id TEXT PRIMARY KEY,
+  user TEXT NOT NULL,
+  tags TEXT,
+  question TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('running','awaiting_approval','done','step_limit','failed')),
+  state TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS agent_executions (
+  run_id TEXT NOT NULL,
+  step INTEGER NOT NULL,
+  tool TEXT NOT NULL,
+  args_sha256 TEXT NOT NULL,
+  started_at TEXT NOT NULL,
+  result TEXT,
+  PRIMARY KEY (run_id, step)
+);
+CREATE TABLE IF NOT EXISTS tickets (
+  id INTEGER PRIMARY KEY,
+  title TEXT NOT NULL,
+  body TEXT NOT NULL DEFAULT '',
+  priority TEXT NOT NULL DEFAULT 'normal',
+  requested_by TEXT NOT NULL,
+  run_id TEXT NOT NULL DEFAULT '',
+  step INTEGER NOT NULL DEFAULT 0,
+  created_at TEXT NOT NULL,
+  UNIQUE (run_id, step)
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 INSERT OR IGNORE INTO meta(key, value) VALUES ('chunks_version', lower(hex(randomblob(8))));
@@ -116,7 +154,11 @@ CREATE TRIGGER IF NOT EXISTS chunks_version_au AFTER UPDATE OF text, heading, ac
   UPDATE meta SET value = lower(hex(randomblob(8))) WHERE key = 'chunks_version';
 END;
 """
-MIGRATIONS: list[str] = []  # additive statements, applied in order after SCHEMA; never edit one that has shipped
+MIGRATIONS: list[str] = [  # additive statements, applied in order after SCHEMA; never edit one that has shipped
+    # 1: the first approvals table was never written to; agent mode needs run, step, expiry and decision columns
+    """DROP TABLE IF EXISTS approvals;""" + SCHEMA[SCHEMA.index("CREATE TABLE IF NOT EXISTS approvals"):SCHEMA.index("CREATE TABLE IF NOT EXISTS agent_runs")]
+    + "CREATE INDEX IF NOT EXISTS approvals_status ON approvals(status, created_at);",
+]
 
 # %% ../nbs/02_db.ipynb #2f66a009
 class DatabaseError(KeelError):

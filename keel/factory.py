@@ -123,6 +123,18 @@ def __enter__(self:AppContext): return self
 @patch
 def __exit__(self:AppContext, *a): self.close()
 
+# %% ../nbs/80_factory.ipynb #01a9a00a
+@patch(as_prop=True)
+def agent(self:AppContext):
+    from keel.agent.loop import AgentLoop
+    from keel.agent.tools import default_registry
+    from keel.agent.policy import load_policy
+    def build():
+        reg = default_registry()
+        return AgentLoop(self.llm, reg, load_policy(self.settings.data_dir, reg.names()), self.con, self.ledger, self.log,
+                         self.settings, retriever=lambda: self.retriever)
+    return self._part("_agent", build)
+
 # %% ../nbs/80_factory.ipynb #287295dc
 def build_context(settings:Settings|None=None, # defaults to `get_settings()`
                   **overrides) -> AppContext: # settings fields to change
