@@ -15,23 +15,27 @@ _state = dict(on=False, allow=frozenset(), resolved=set())
 _lock = threading.Lock()
 
 def _is_loopback(host:str) -> bool:
-    host = host.strip("[]").lower().rstrip(".")
-    if host in ("localhost", "localhost.localdomain", "ip6-localhost") or host.endswith(".localhost"): return True
+    "`localhost` or a literal loopback address; no other name, however it is spelt."
+    host = _name(host)
+    if host == "localhost": return True
     try: return ipaddress.ip_address(host.split("%")[0]).is_loopback
     except ValueError: return False
 
+def _name(host) -> str:
+    "A host as the guard compares it: text, lower case, without brackets or a trailing dot."
+    if isinstance(host, bytes): host = host.decode("idna", "replace")
+    return str(host or "").strip("[]").lower().rstrip(".")
+
 def permits(host, allow=()) -> bool:
     "The air-gap's rule for one host: loopback, or a name or address on the allow-list."
-    if isinstance(host, bytes): host = host.decode("idna", "replace")
-    host = str(host or "").strip("[]").lower().rstrip(".")
+    host = _name(host)
     return host == "" or _is_loopback(host) or host in {str(a).lower().rstrip(".") for a in allow}
 
 def host_allowed(host) -> bool:
     "Whether the guard lets a connection to `host` through (always True when the guard is off)."
     if not _state["on"] or host is None: return True
     if permits(host, _state["allow"]): return True
-    if isinstance(host, bytes): host = host.decode("idna", "replace")
-    return str(host).strip("[]").lower().rstrip(".") in _state["resolved"]
+    return _name(host) in _state["resolved"]
 
 def check_host(host, what:str="connection"):
     "Raise `AirgapViolation` unless the guard allows `host`."
@@ -46,6 +50,7 @@ def check_url(url:str):
 # %% ../nbs/03_airgap.ipynb #8ff7f28e
 _orig = dict(connect=socket.socket.connect, connect_ex=socket.socket.connect_ex, sendto=socket.socket.sendto,
              create_connection=socket.create_connection, getaddrinfo=socket.getaddrinfo,
+             gethostbyname=socket.gethostbyname, gethostbyname_ex=socket.gethostbyname_ex,
              sock_connect=asyncio.selector_events.BaseSelectorEventLoop.sock_connect,
              opener_open=urllib.request.OpenerDirector.open)
 
@@ -59,12 +64,28 @@ def _connect_ex(self, address): check_host(_addr_host(self, address)); return _o
 def _sendto(self, data, *args):
     check_host(_addr_host(self, args[-1]), "datagram"); return _orig["sendto"](self, data, *args)
 def _create_connection(address, *args, **kw): check_host(address[0]); return _orig["create_connection"](address, *args, **kw)
+def _localhost_info(port, family=0, type=0, proto=0, flags=0):
+    "What `getaddrinfo('localhost', ...)` answers, built from the numeric loopback addresses: no resolver is asked."
+    out = []
+    for addr in ("127.0.0.1", "::1"):
+        try: out += _orig["getaddrinfo"](addr, port, family, type, proto, flags | socket.AI_NUMERICHOST)
+        except socket.gaierror: pass
+    if not out: raise socket.gaierror(socket.EAI_NONAME, "localhost has no loopback address of this family")
+    return out
+
 def _getaddrinfo(host, *args, **kw):
     check_host(host, "name lookup")
+    if _name(host) == "localhost": return _localhost_info(*args, **kw)
     res = _orig["getaddrinfo"](host, *args, **kw)
     if _state["on"] and host is not None and not _is_loopback(str(host)):
         with _lock: _state["resolved"].update(r[4][0] for r in res)
     return res
+def _gethostbyname(host):
+    check_host(host, "name lookup")
+    return "127.0.0.1" if _name(host) == "localhost" else _orig["gethostbyname"](host)
+def _gethostbyname_ex(host):
+    check_host(host, "name lookup")
+    return ("localhost", [], ["127.0.0.1"]) if _name(host) == "localhost" else _orig["gethostbyname_ex"](host)
 async def _sock_connect(self, sock, address):
     check_host(_addr_host(sock, address)); return await _orig["sock_connect"](self, sock, address)
 def _opener_open(self, fullurl, *args, **kw):
@@ -96,11 +117,13 @@ def enforce(on:bool=True, # install (True) or remove (False) the guard
         if on:
             S.connect, S.connect_ex, S.sendto = _connect, _connect_ex, _sendto
             socket.create_connection, socket.getaddrinfo = _create_connection, _getaddrinfo
+            socket.gethostbyname, socket.gethostbyname_ex = _gethostbyname, _gethostbyname_ex
             L.sock_connect, O.open = _sock_connect, _opener_open
             for cls, name in _httpx_targets(): setattr(cls, name, _wrap_httpx(cls, name))
         else:
             S.connect, S.connect_ex, S.sendto = _orig["connect"], _orig["connect_ex"], _orig["sendto"]
             socket.create_connection, socket.getaddrinfo = _orig["create_connection"], _orig["getaddrinfo"]
+            socket.gethostbyname, socket.gethostbyname_ex = _orig["gethostbyname"], _orig["gethostbyname_ex"]
             L.sock_connect, O.open = _orig["sock_connect"], _orig["opener_open"]
             for cls, name in _httpx_targets():
                 if f"httpx.{cls.__name__}" in _orig: setattr(cls, name, _orig[f"httpx.{cls.__name__}"])

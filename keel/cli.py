@@ -6,10 +6,11 @@
 from __future__ import annotations
 import argparse, json, os, sys
 from pathlib import Path
-from .errors import KeelError, EXIT_OK, EXIT_FAILED, EXIT_INVALID
+from .errors import KeelError, EXIT_OK, EXIT_FAILED, EXIT_INVALID, printable, one_line
 
 # %% auto #0
-__all__ = ['build_parser', 'main', 'cmd_models', 'cmd_status', 'cmd_ask', 'cmd_verify_ledger', 'cmd_export_log', 'cmd_quarantine']
+__all__ = ['EXIT_CLOSED_PIPE', 'build_parser', 'main', 'cmd_models', 'cmd_status', 'cmd_ask', 'cmd_verify_ledger',
+           'cmd_export_log', 'cmd_quarantine']
 
 # %% ../nbs/90_cli.ipynb #71389b3f
 _DELEGATED = {
@@ -88,22 +89,41 @@ def main(argv:list[str]|None=None) -> int:
     key = f"eval {args.eval_command}" if args.command == "eval" and getattr(args, "eval_command", None) else args.command
     if args.command == "eval" and key == "eval": parser.parse_args([*argv, "--help"])
     if key not in _DELEGATED and rest: parser.error(f"unrecognised arguments: {' '.join(rest)}")
-    make = _make_ctx(args)
+    make, out = _make_ctx(args), sys.stdout
+    sys.stdout = _Printable(out)
     try:
         if key in _DELEGATED:
             import importlib
             mod, fn, _ = _DELEGATED[_route(key, rest)]
             return int(getattr(importlib.import_module(mod), fn)(rest, make) or 0)
         return int(_COMMANDS[key](args, make) or 0)
+    except BrokenPipeError:
+        sys.stdout = out; return _closed_pipe()
     except KeelError as e:
-        print(f"keel: error: {e}", file=sys.stderr); return e.exit_code
+        print(f"keel: error: {one_line(e)}", file=sys.stderr); return e.exit_code
     except KeyboardInterrupt:
         print("keel: interrupted", file=sys.stderr); return 130
     except Exception as e:
         if os.environ.get("KEEL_DEBUG"): raise
-        print(f"keel: internal error: {type(e).__name__}: {e} (set KEEL_DEBUG=1 for a traceback)", file=sys.stderr); return EXIT_FAILED
+        print(f"keel: internal error: {type(e).__name__}: {one_line(e)} (set KEEL_DEBUG=1 for a traceback)", file=sys.stderr); return EXIT_FAILED
     finally:
+        sys.stdout = out
         if "ctx" in make.box: make.box["ctx"].close()
+
+# %% ../nbs/90_cli.ipynb #a25ed344
+EXIT_CLOSED_PIPE = 141   # 128 + SIGPIPE: the reader of our output went away
+
+class _Printable:
+    "A text stream that writes control characters other than newline and tab as escapes."
+    def __init__(self, stream): self.stream = stream
+    def write(self, s): return self.stream.write(printable(s, keep="\n\t"))
+    def __getattr__(self, name): return getattr(self.stream, name)
+
+def _closed_pipe() -> int:
+    "Point stdout at /dev/null so the interpreter's final flush cannot fail again; stop quietly."
+    try: os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError): pass   # not a real file (a test's buffer)
+    return EXIT_CLOSED_PIPE
 
 # %% ../nbs/90_cli.ipynb #8c7ac772
 def cmd_models(args, make) -> int:

@@ -53,6 +53,13 @@ class Settings:
     agent_sql_tables: tuple = ()             # tables `sql_readonly` may read (none by default)
     agent_http_allow: tuple = ()             # hosts `http_get` may fetch, only while the air-gap is off
     agent_result_chars: int = 2000           # a tool result is cut to this many characters before the model sees it
+    ingest_roots: tuple = ()                 # folders ingest may read from besides a manifest's own folder (comma-separated)
+    max_document_seconds: float = 60.0       # wall time to parse one document; an overrunning parser is stopped
+    max_document_memory: int = 1_000_000_000 # memory the parser process may add while parsing one document
+    max_unzipped_bytes: int = 200_000_000    # decompressed bytes inside a DOCX, checked before extraction
+    max_pdf_pages: int = 2_000               # pages of one PDF
+    max_pdf_stream_bytes: int = 30_000_000   # decoded page-content bytes of one PDF, summed over its pages
+    max_html_depth: int = 1_000              # element nesting depth of one HTML page
 
     def replace(self, **kw) -> Settings:
         "A copy with some fields changed, validated again."
@@ -96,12 +103,14 @@ def validate(s:Settings) -> Settings:
     def bad(name, why): raise ConfigError(f"KEEL_{name.upper()}={getattr(s,name)!r}: {why}", fix=f"change KEEL_{name.upper()}")
     for name, choices in _CHOICES.items():
         if getattr(s, name) not in choices: bad(name, f"must be one of {', '.join(choices)}")
-    for name in ("chunk_size","top_k_bm25","top_k_vector","top_k_final","max_output_tokens","llm_context","max_document_bytes"):
+    for name in ("chunk_size","top_k_bm25","top_k_vector","top_k_final","max_output_tokens","llm_context","max_document_bytes",
+                 "max_document_memory","max_unzipped_bytes","max_pdf_pages","max_pdf_stream_bytes","max_html_depth"):
         if getattr(s, name) < 1: bad(name, "must be at least 1")
     if not 0 <= s.chunk_overlap < s.chunk_size: bad("chunk_overlap", f"must be at least 0 and below chunk_size ({s.chunk_size})")
     if not 0 <= s.min_relevance <= 1: bad("min_relevance", "must be between 0 and 1")
     if not 0 <= s.temperature <= 2: bad("temperature", "must be between 0 and 2")
     if s.llm_timeout <= 0: bad("llm_timeout", "must be positive")
+    if s.max_document_seconds <= 0: bad("max_document_seconds", "must be positive")
     if s.llm_prompt_style not in (None, "chat", "completion"): bad("llm_prompt_style", "must be chat, completion or empty")
     if s.llm_threads is not None and s.llm_threads < 1: bad("llm_threads", "must be at least 1")
     if s.agent_result_chars < 1: bad("agent_result_chars", "must be at least 1")

@@ -4,13 +4,41 @@
 
 # %% ../nbs/00_errors.ipynb #d0200fe0
 from __future__ import annotations
+import re
 
 # %% auto #0
-__all__ = ['EXIT_OK', 'EXIT_FAILED', 'EXIT_INVALID', 'EXIT_MODEL', 'EXIT_AIRGAP', 'EXIT_DOCUMENT', 'KeelError', 'InputError',
-           'ConfigError', 'ModelError', 'AirgapViolation', 'DocumentError']
+__all__ = ['EXIT_OK', 'EXIT_FAILED', 'EXIT_INVALID', 'EXIT_MODEL', 'EXIT_AIRGAP', 'EXIT_DOCUMENT', 'MAX_MESSAGE', 'printable',
+           'clip', 'one_line', 'KeelError', 'InputError', 'ConfigError', 'ModelError', 'AirgapViolation',
+           'DocumentError']
 
 # %% ../nbs/00_errors.ipynb #2bdb172a
 EXIT_OK, EXIT_FAILED, EXIT_INVALID, EXIT_MODEL, EXIT_AIRGAP, EXIT_DOCUMENT = 0, 1, 2, 3, 4, 5
+
+# %% ../nbs/00_errors.ipynb #886da710
+MAX_MESSAGE = 1000   # characters; longer messages keep their start and end
+
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+def printable(text:str, # any text
+              keep:str="" # control characters to leave alone, e.g. "\n\t" for multi-line output
+             ) -> str:
+    "`text` with control, bidirectional and invisible format characters written as escapes."
+    def esc(m):
+        c = m.group()
+        if c in keep: return c
+        return _NAMED.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
+    return _UNPRINTABLE.sub(esc, text)
+
+def clip(text:str, limit:int=MAX_MESSAGE) -> str:
+    "`text` cut to about `limit` characters, keeping its start and end and saying how much was cut."
+    if len(text) <= limit: return text
+    half = max(limit // 2 - 20, 1)
+    return f"{text[:half]} ...({len(text) - 2 * half:,} characters cut)... {text[-half:]}"
+
+def one_line(text, limit:int=MAX_MESSAGE) -> str:
+    "`text` as one printable line of bounded length."
+    return clip(printable(str(text)), limit)
 
 # %% ../nbs/00_errors.ipynb #8f5ef5bb
 class KeelError(Exception):
@@ -18,6 +46,7 @@ class KeelError(Exception):
     exit_code = EXIT_FAILED
     def __init__(self, message:str, # what went wrong, naming the thing
                  fix:str|None=None): # what the user should do about it
+        message, fix = clip(str(message)), (clip(str(fix)) if fix is not None else None)
         super().__init__(message)
         self.message,self.fix = message,fix
     def __str__(self): return self.message + (f" (fix: {self.fix})" if self.fix else "")

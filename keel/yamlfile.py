@@ -9,7 +9,7 @@ import yaml
 from .errors import InputError
 
 # %% auto #0
-__all__ = ['parse_yaml', 'read_yaml']
+__all__ = ['MAX_ALIAS_NODES', 'parse_yaml', 'read_yaml']
 
 # %% ../nbs/01a_yamlfile.ipynb #16ea861e
 class _StrictLoader(yaml.SafeLoader):
@@ -19,19 +19,67 @@ def _no_duplicates(loader, node, deep=False):
     seen = set()
     for k, _ in node.value:
         key = loader.construct_object(k, deep=deep)
-        if key in seen: raise InputError(f"duplicate key {key!r} at line {k.start_mark.line + 1}", fix="remove or rename one of the two")
+        try: dup = key in seen
+        except TypeError: raise InputError(f"a {type(key).__name__} is used as a mapping key at line {k.start_mark.line + 1}",
+                                           fix="keys must be plain names or numbers") from None
+        if dup: raise InputError(f"duplicate key {key!r} at line {k.start_mark.line + 1}", fix="remove or rename one of the two")
         seen.add(key)
     return loader.construct_mapping(node, deep)
 
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _no_duplicates)
 
+# %% ../nbs/01a_yamlfile.ipynb #8687377d
+MAX_ALIAS_NODES = 10_000   # nodes that anchors and aliases may add to one document
+
+def _children(node) -> list:
+    if isinstance(node, yaml.SequenceNode): return node.value
+    if isinstance(node, yaml.MappingNode): return [x for kv in node.value for x in kv]
+    return []
+
+def _distinct_nodes(root) -> int:
+    "How many node objects the document holds (an alias is the node it names, counted once)."
+    seen, todo = set(), [root]
+    while todo:
+        n = todo.pop()
+        if id(n) not in seen: seen.add(id(n)); todo += _children(n)
+    return len(seen)
+
+def _expanded_nodes(root, limit:int) -> int:
+    "Nodes the document would have with every alias written out, counted up to `limit + 1`."
+    memo, active = {}, set()
+    def size(n):
+        if id(n) in memo: return memo[id(n)]
+        if id(n) in active: return limit + 1   # an alias inside its own anchor: infinite
+        active.add(id(n)); total = 1
+        for c in _children(n):
+            total += size(c)
+            if total > limit: break
+        active.discard(id(n)); memo[id(n)] = min(total, limit + 1)
+        return memo[id(n)]
+    return size(root)
+
 # %% ../nbs/01a_yamlfile.ipynb #e5a1bfa1
+def _construct(text:str, max_alias_nodes:int):
+    "Compose the document, check what its aliases expand to, then construct it."
+    loader = _StrictLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None: return None
+        distinct = _distinct_nodes(node)
+        if _expanded_nodes(node, distinct + max_alias_nodes) > distinct + max_alias_nodes:
+            raise InputError(f"anchors and aliases (&name, *name) would expand the document by more than {max_alias_nodes:,} nodes",
+                             fix="write the values out instead of repeating them through aliases")
+        return loader.construct_document(node)
+    finally: loader.dispose()
+
 def parse_yaml(text:str, # YAML text
-               source:str|None=None): # named in errors, e.g. the file path
-    "Parse YAML safely, rejecting duplicate keys; errors are `InputError`s naming `source`."
+               source:str|None=None, # named in errors, e.g. the file path
+               max_alias_nodes:int=MAX_ALIAS_NODES): # how many nodes aliases may add
+    "Parse YAML safely, rejecting duplicate keys and alias bombs; errors are `InputError`s naming `source`."
     where = f"{source}: " if source else ""
-    try: return yaml.load(text, Loader=_StrictLoader)
+    try: return _construct(text, max_alias_nodes)
     except InputError as e: raise InputError(where + e.message, fix=e.fix) from None
+    except RecursionError: raise InputError(f"{where}the YAML is nested too deeply", fix="flatten the structure") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         line = f" at line {mark.line + 1}" if mark else ""

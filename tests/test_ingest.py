@@ -64,7 +64,7 @@ def test_text_and_markdown(tmp_path):
     (tmp_path / "b.txt").write_bytes("na\u00efve".encode("latin-1"))
     assert load(tmp_path / "a.md").title == "Heading"
     b = load(tmp_path / "b.txt", title="Given")
-    assert (b.title, b.text, b.meta["encoding"]) == ("Given", "na\u00efve", "latin-1")
+    assert (b.title, b.text, b.meta["encoding"]) == ("Given", "na\u00efve", "cp1252")
 
 
 @pytest.mark.parametrize("name,error,words", [

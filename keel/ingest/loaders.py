@@ -4,17 +4,18 @@
 
 # %% ../../nbs/10_ingest_loaders.ipynb #6c13950f
 from __future__ import annotations
-import hashlib, io, logging, re, zipfile, contextlib
+import dataclasses, hashlib, io, json, logging, os, re, select, subprocess, sys, time, zipfile, contextlib
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, asdict
 from pathlib import Path
 from urllib.parse import urlparse, unquote
 from ..errors import DocumentError
 
 # %% auto #0
-__all__ = ['EXTENSIONS', 'CONTENT_TYPES', 'REFUSED', 'DROP_TAGS', 'DROP_ROLES', 'BLOCK_TAGS', 'Page', 'LoadedDocument',
-           'UnsupportedFormat', 'EmptyDocument', 'CorruptDocument', 'EncryptedDocument', 'DocumentTooLarge',
-           'NoTextLayer', 'SourceUnreachable', 'is_url', 'detect_kind', 'decode_text', 'first_heading', 'load']
+__all__ = ['EXTENSIONS', 'CONTENT_TYPES', 'REFUSED', 'MAX_CONTROL_SHARE', 'DROP_TAGS', 'DROP_ROLES', 'BLOCK_TAGS', 'Page',
+           'LoadedDocument', 'UnsupportedFormat', 'EmptyDocument', 'CorruptDocument', 'EncryptedDocument',
+           'DocumentTooLarge', 'NoTextLayer', 'SourceUnreachable', 'NotText', 'Limits', 'is_url', 'detect_kind',
+           'decode_text', 'first_heading', 'parse_document', 'ParserProcess', 'load']
 
 # %% ../../nbs/10_ingest_loaders.ipynb #2dc606ff
 @dataclass
@@ -44,27 +45,56 @@ class UnsupportedFormat(DocumentError): "A file kind Keel cannot read."
 class EmptyDocument(DocumentError): "A file with no text in it."
 class CorruptDocument(DocumentError): "A file that claims a kind but cannot be parsed as it."
 class EncryptedDocument(DocumentError): "A password-protected file."
-class DocumentTooLarge(DocumentError): "A file over the size limit."
+class DocumentTooLarge(DocumentError): "A file over a size, page, depth, time or memory limit."
 class NoTextLayer(DocumentError): "A PDF whose pages are images only."
 class SourceUnreachable(DocumentError): "A path or URL that cannot be read."
+class NotText(DocumentError): "A text file whose bytes are binary, not text in any encoding."
+
+# %% ../../nbs/10_ingest_loaders.ipynb #ffee6e2c
+@dataclass(frozen=True)
+class Limits:
+    "What one document may cost to read; each field is a setting."
+    max_bytes: int = 50_000_000            # file size (KEEL_MAX_DOCUMENT_BYTES)
+    seconds: float = 60.0                  # wall time to parse, in the parser process (KEEL_MAX_DOCUMENT_SECONDS)
+    memory: int = 1_000_000_000            # memory the parser process may add while parsing (KEEL_MAX_DOCUMENT_MEMORY)
+    unzipped_bytes: int = 200_000_000      # decompressed bytes inside a DOCX, from its directory (KEEL_MAX_UNZIPPED_BYTES)
+    pdf_pages: int = 2_000                 # pages of a PDF (KEEL_MAX_PDF_PAGES)
+    pdf_stream_bytes: int = 30_000_000     # decoded content-stream bytes over all pages (KEEL_MAX_PDF_STREAM_BYTES)
+    html_depth: int = 1_000                # element nesting depth of HTML (KEEL_MAX_HTML_DEPTH)
+
+    @classmethod
+    def from_settings(cls, s) -> Limits:
+        "The limits a `Settings` asks for."
+        return cls(s.max_document_bytes, s.max_document_seconds, s.max_document_memory, s.max_unzipped_bytes,
+                   s.max_pdf_pages, s.max_pdf_stream_bytes, s.max_html_depth)
+
+def _over(name:str, n:int, limit:int, unit:str, setting:str) -> DocumentTooLarge:
+    "The error for a document over one limit, naming the limit and the setting that raises it."
+    return DocumentTooLarge(f"{name}: {n:,} {unit} is over the limit of {limit:,} {unit}",
+                            fix=f"split the document, or raise {setting} if the document is trusted")
+
+def _slow(name:str, seconds:float, doing:str="reading") -> DocumentTooLarge:
+    "The error for a document that took longer than the wall-time limit."
+    return DocumentTooLarge(f"{name}: {doing} it took longer than the limit of {seconds:g} s, so it was stopped",
+                            fix="split the document, or raise KEEL_MAX_DOCUMENT_SECONDS if the document is trusted")
 
 # %% ../../nbs/10_ingest_loaders.ipynb #73ec1855
 def is_url(source) -> bool:
     "Whether `source` is an http(s) URL."
     return isinstance(source, str) and source.lower().startswith(("http://", "https://"))
 
-def _too_large(name, n, max_bytes):
-    return DocumentTooLarge(f"{name}: {n:,} bytes is over the limit of {max_bytes:,} bytes",
-                            fix="split the document, or raise KEEL_MAX_DOCUMENT_BYTES")
+def _too_large(name, n, max_bytes): return _over(name, n, max_bytes, "bytes", "KEEL_MAX_DOCUMENT_BYTES")
 
 def _read_path(path:Path, max_bytes:int) -> bytes:
-    "The bytes of a local file, refusing missing, non-file and oversize paths."
-    if not path.exists(): raise SourceUnreachable(f"{path}: no such file", fix="check the path")
-    if not path.is_file(): raise SourceUnreachable(f"{path}: not a file", fix="give a file, or a manifest listing the files")
-    n = path.stat().st_size
-    if n > max_bytes: raise _too_large(path.name, n, max_bytes)
-    try: return path.read_bytes()
-    except OSError as e: raise SourceUnreachable(f"{path}: cannot be read: {e.strerror or e}", fix="check the file's permissions") from None
+    "The bytes of a local file, refusing missing, non-file, unreadable and oversize paths."
+    try:
+        if not path.exists(): raise SourceUnreachable(f"{path}: no such file", fix="check the path")
+        if not path.is_file(): raise SourceUnreachable(f"{path}: not a file", fix="give a file, or a manifest listing the files")
+        if (n := path.stat().st_size) > max_bytes: raise _too_large(path.name, n, max_bytes)
+        with open(path, "rb") as f: raw = f.read(max_bytes + 1)   # the file may have grown since
+    except OSError as e: raise SourceUnreachable(f"{path}: cannot be read: {e.strerror or e}", fix="check the path and the file's permissions") from None
+    if len(raw) > max_bytes: raise _too_large(path.name, len(raw), max_bytes)
+    return raw
 
 # %% ../../nbs/10_ingest_loaders.ipynb #dad7909e
 def _check_airgap(url:str):
@@ -74,11 +104,14 @@ def _check_airgap(url:str):
     check = getattr(airgap, "check_url", None)
     if check is not None: check(url)
 
-def _read_url(url:str, max_bytes:int, timeout:float=30.0) -> tuple[bytes, str|None]:
-    "The bytes and content type behind an http(s) URL, streamed and capped at `max_bytes`."
+def _read_url(url:str, max_bytes:int, timeout:float=30.0, # seconds to wait for any one read
+              seconds:float|None=None # wall time for the whole download
+             ) -> tuple[bytes, str|None]:
+    "The bytes and content type behind an http(s) URL, streamed and capped at `max_bytes` and `seconds`."
     import httpx
     _check_airgap(url)
     name = Path(urlparse(url).path).name or url
+    t0 = time.monotonic()
     try:
         with httpx.Client(timeout=timeout, follow_redirects=True) as client, client.stream("GET", url) as r:
             if r.status_code >= 400:
@@ -87,6 +120,8 @@ def _read_url(url:str, max_bytes:int, timeout:float=30.0) -> tuple[bytes, str|No
             for part in r.iter_bytes():
                 buf += part
                 if len(buf) > max_bytes: raise _too_large(name, len(buf), max_bytes)
+                if seconds and time.monotonic() - t0 > seconds:
+                    raise _slow(name, seconds, "downloading")
             return bytes(buf), r.headers.get("content-type")
     except httpx.HTTPError as e:
         raise SourceUnreachable(f"{url}: cannot be fetched: {e}", fix="check the URL and the network, or download the file and ingest it from disk") from None
@@ -101,6 +136,15 @@ REFUSED = {".doc", ".xls", ".xlsx", ".ppt", ".pptx", ".odt", ".rtf", ".png", ".j
            ".tiff", ".zip", ".gz", ".tar", ".exe", ".bin", ".mp3", ".mp4", ".epub"}
 
 # %% ../../nbs/10_ingest_loaders.ipynb #8c4c88c3
+_BOMS = [(b"\x00\x00\xfe\xff", "utf-32-be"), (b"\xff\xfe\x00\x00", "utf-32-le"), (b"\xef\xbb\xbf", "utf-8-sig"),
+         (b"\xfe\xff", "utf-16-be"), (b"\xff\xfe", "utf-16-le")]   # UTF-32 LE starts like UTF-16 LE: test it first
+
+def _bom(raw:bytes) -> tuple[str, int]|None:
+    "The encoding a byte-order mark declares, and the mark's length."
+    for mark, enc in _BOMS:
+        if raw.startswith(mark): return enc, len(mark)
+    return None
+
 def _sniff(raw:bytes) -> str|None:
     "The kind suggested by the leading bytes, or None."
     head = raw[:1024].lstrip()
@@ -111,6 +155,7 @@ def _sniff(raw:bytes) -> str|None:
         except zipfile.BadZipFile: return None
     low = head.lstrip(b"\xef\xbb\xbf").lower()
     if low.startswith((b"<!doctype html", b"<html")) or b"<html" in low[:512]: return "html"
+    if _bom(raw): return "text"
     if b"\x00" in raw[:4096]: return None
     try: raw[:4096].decode("utf-8")
     except UnicodeDecodeError as e:
@@ -136,13 +181,28 @@ def detect_kind(name:str, # file name or URL path
     return kind
 
 # %% ../../nbs/10_ingest_loaders.ipynb #203534be
-def decode_text(raw:bytes) -> tuple[str, dict]:
-    "Decode text bytes as utf-8 (or utf-8-sig, or latin-1 with a note); normalise newlines."
-    if raw.startswith(b"\xef\xbb\xbf"): text, meta = raw.decode("utf-8-sig", errors="replace"), {"encoding": "utf-8-sig"}
-    else:
-        try: text, meta = raw.decode("utf-8"), {"encoding": "utf-8"}
-        except UnicodeDecodeError:
-            text, meta = raw.decode("latin-1"), {"encoding": "latin-1", "note": "not valid UTF-8; decoded as Latin-1"}
+MAX_CONTROL_SHARE = 0.02   # more control characters than this, and the bytes are not text
+_CONTROL = re.compile("[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f-\x9f]")   # tab, newlines, form feed and escape are allowed
+
+def _legacy(raw:bytes) -> tuple[str, dict]:
+    "Bytes that are not UTF-8: Windows-1252, else Latin-1."
+    try: return raw.decode("cp1252"), {"encoding": "cp1252", "note": "not valid UTF-8; decoded as Windows-1252"}
+    except UnicodeDecodeError: return raw.decode("latin-1"), {"encoding": "latin-1", "note": "not valid UTF-8; decoded as Latin-1"}
+
+def decode_text(raw:bytes, # the file's bytes
+                name:str="text" # the file's name, for errors
+               ) -> tuple[str, dict]:
+    "Decode text by its byte-order mark, else UTF-8, else Windows-1252/Latin-1; refuse binary as not text."
+    bom = _bom(raw)
+    try: text, meta = (raw[bom[1]:].decode(bom[0].removesuffix("-sig")), {"encoding": bom[0]}) if bom else (raw.decode("utf-8"), {"encoding": "utf-8"})
+    except UnicodeDecodeError as e:
+        if bom: raise NotText(f"{name}: starts with a {bom[0]} byte-order mark but is not valid {bom[0]} ({e.reason} at byte {e.start})",
+                              fix="re-save the file as UTF-8") from None
+        text, meta = _legacy(raw)
+    bad = len(_CONTROL.findall(text))
+    if "\x00" in text or bad > MAX_CONTROL_SHARE * len(text):
+        raise NotText(f"{name}: not text ({bad:,} of {len(text):,} characters are control characters or NUL)",
+                      fix="give a PDF, DOCX, HTML, Markdown or text file; save legacy text as UTF-8")
     return text.replace("\r\n", "\n").replace("\r", "\n"), meta
 
 # %% ../../nbs/10_ingest_loaders.ipynb #eaf624aa
@@ -157,8 +217,8 @@ def first_heading(text:str) -> str|None:
         if m: return m.group(2).strip()
     return None
 
-def _load_text(raw, name, kind):
-    text, meta = decode_text(raw)
+def _load_text(raw, name, kind, limits=Limits()):
+    text, meta = decode_text(raw, name)
     return [Page(None, text)], first_heading(text), meta
 
 # %% ../../nbs/10_ingest_loaders.ipynb #5ce29e9a
@@ -188,6 +248,24 @@ def _open_pdf(raw:bytes, name:str):
                               fix="re-export or re-download the file; it may be truncated") from None
     if n == 0: raise EmptyDocument(f"{name}: the PDF has no pages", fix="check the file")
     return reader
+
+# %% ../../nbs/10_ingest_loaders.ipynb #65022bdb
+def _content_bytes(page) -> int:
+    "Decoded bytes of the content streams a page's text extraction would parse."
+    c = page.get("/Contents")
+    if c is None: return 0
+    c = c.get_object()
+    return sum(len(s.get_object().get_data()) for s in (c if isinstance(c, list) else [c]))
+
+def _check_pdf(reader, name:str, limits:Limits):
+    "Refuse a PDF over the page or decoded-content limit, before extracting any text."
+    n = len(reader.pages)
+    if n > limits.pdf_pages: raise _over(name, n, limits.pdf_pages, "pages", "KEEL_MAX_PDF_PAGES")
+    total = 0
+    for page in reader.pages:
+        total += _content_bytes(page)
+        if total > limits.pdf_stream_bytes:
+            raise _over(name, total, limits.pdf_stream_bytes, "bytes of page content", "KEEL_MAX_PDF_STREAM_BYTES")
 
 # %% ../../nbs/10_ingest_loaders.ipynb #d133c344
 def _pdf_runs(page) -> tuple[str, list[tuple[float, str, float, float]]]:
@@ -230,10 +308,13 @@ def _heading_levels(runs) -> dict[str, int]:
     return out
 
 # %% ../../nbs/10_ingest_loaders.ipynb #18a63a40
-def _load_pdf(raw, name, kind):
+def _load_pdf(raw, name, kind, limits=Limits()):
     with _quiet_pypdf():
         reader = _open_pdf(raw, name)
-        try: pages = [_pdf_runs(p) for p in reader.pages]
+        try:
+            _check_pdf(reader, name, limits)
+            pages = [_pdf_runs(p) for p in reader.pages]
+        except DocumentError: raise
         except Exception as e:
             raise CorruptDocument(f"{name}: a page cannot be read ({type(e).__name__}: {e})", fix="re-export the PDF") from None
         meta_title = None
@@ -283,8 +364,16 @@ def _docx_blocks(doc):
             if rows: yield "\n".join(rows)
 
 # %% ../../nbs/10_ingest_loaders.ipynb #0fc278a8
-def _load_docx(raw, name, kind):
+def _check_zip(raw:bytes, name:str, limit:int):
+    "Refuse a zip container whose members would decompress to more than `limit` bytes, before extracting any."
+    try:
+        with zipfile.ZipFile(io.BytesIO(raw)) as z: total = sum(i.file_size for i in z.infolist())
+    except zipfile.BadZipFile: return   # not a zip at all: python-docx says so below
+    if total > limit: raise _over(name, total, limit, "decompressed bytes", "KEEL_MAX_UNZIPPED_BYTES")
+
+def _load_docx(raw, name, kind, limits=Limits()):
     import docx
+    _check_zip(raw, name, limits.unzipped_bytes)
     try: doc = docx.Document(io.BytesIO(raw))
     except Exception as e:
         raise CorruptDocument(f"{name}: not a readable DOCX file ({type(e).__name__}: {e})",
@@ -360,16 +449,43 @@ class _HtmlText:
         self.buf.append(c.tail or "")
 
 # %% ../../nbs/10_ingest_loaders.ipynb #01b6cf4b
-def _load_html(raw, name, kind):
+def _depth(root) -> int:
+    "The deepest element nesting under `root`, counted without recursion."
+    best, todo = 0, [(root, 1)]
+    while todo:
+        el, d = todo.pop()
+        best = max(best, d); todo += [(c, d + 1) for c in el]
+    return best
+
+@contextlib.contextmanager
+def _recursion(depth:int):
+    "Let a recursive walk follow `depth` levels (Python calls do not use the C stack from 3.11)."
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, 3 * depth + 200))
+    try: yield
+    finally: sys.setrecursionlimit(old)
+
+def _parse_html(raw:bytes, name:str, limits:Limits):
+    "The lxml tree of a page, refusing one nested deeper than the limit or than the parser follows."
     import lxml.html, lxml.etree
-    try: root = lxml.html.document_fromstring(raw)
+    parser = lxml.html.HTMLParser(huge_tree=True)
+    try: root = lxml.html.document_fromstring(raw, parser=parser)
     except (lxml.etree.ParserError, ValueError) as e:
         if "empty" in str(e).lower(): raise EmptyDocument(f"{name}: the HTML page has no content", fix="check the file") from None
         raise CorruptDocument(f"{name}: not readable HTML ({e})", fix="check the file") from None
+    if any("depth" in err.message.lower() for err in parser.error_log):
+        raise DocumentTooLarge(f"{name}: the HTML is nested deeper than the parser follows, so part of it would be lost",
+                               fix="flatten the page's markup, or convert it to text or PDF")
+    depth = _depth(root)
+    if depth > limits.html_depth: raise _over(name, depth, limits.html_depth, "levels of element nesting", "KEEL_MAX_HTML_DEPTH")
+    return root, depth
+
+def _load_html(raw, name, kind, limits=Limits()):
+    root, depth = _parse_html(raw, name, limits)
     title = root.findtext(".//title")
     w = _HtmlText()
     body = root.find("body")
-    w.walk(body if body is not None else root); w.flush()
+    with _recursion(depth): w.walk(body if body is not None else root); w.flush()
     text = "\n\n".join(w.blocks)
     title = " ".join((title or "").split()) or first_heading(text)
     return [Page(None, text)], title, {}
@@ -377,27 +493,128 @@ def _load_html(raw, name, kind):
 # %% ../../nbs/10_ingest_loaders.ipynb #292bb9ea
 _PARSERS = {"pdf": _load_pdf, "docx": _load_docx, "html": _load_html, "markdown": _load_text, "text": _load_text}
 
+def parse_document(raw:bytes, # the document's bytes
+                   name:str, # its file name, for errors
+                   kind:str, # pdf, docx, html, markdown or text
+                   limits:Limits=Limits()) -> tuple[list[Page], str|None, dict]:
+    "Pages, own title and notes of a document of a known kind, parsed in this process."
+    return _PARSERS[kind](raw, name, kind, limits)
+
+# %% ../../nbs/10_ingest_loaders.ipynb #d67e37f9
+_ERRORS = {c.__name__: c for c in (UnsupportedFormat, EmptyDocument, CorruptDocument, EncryptedDocument,
+                                   DocumentTooLarge, NoTextLayer, SourceUnreachable, NotText)}
+
+def _address_space(field:str="VmSize") -> int|None:
+    "This process's virtual memory size (or its peak, `VmPeak`) in bytes, on Linux; None elsewhere."
+    try: return 1024 * int(next(l for l in Path("/proc/self/status").read_text().splitlines() if l.startswith(field + ":")).split()[1])
+    except (OSError, ValueError, IndexError, StopIteration): return None
+
+def _memory_error(name:str, limits:Limits) -> dict:
+    e = _over(name, limits.memory, limits.memory, "bytes of memory (at least) to parse", "KEEL_MAX_DOCUMENT_MEMORY")
+    return dict(ok=False, error="DocumentTooLarge", message=e.message, fix=e.fix)
+
+def _answer(req:dict, raw:bytes, cap:int|None=None) -> dict:
+    "Parse one request in the parser process; the JSON-able answer or error. `cap`: the address-space limit set."
+    name, limits = req["name"], Limits(**req["limits"])
+    try:
+        pages, title, meta = parse_document(raw, name, req["kind"], limits)
+        return dict(ok=True, pages=[[p.number, p.text] for p in pages], title=title, meta=meta)
+    except DocumentError as e: return dict(ok=False, error=type(e).__name__, message=e.message, fix=e.fix)
+    except MemoryError: return _memory_error(name, limits)
+    except Exception as e:   # C libraries report a refused allocation in their own words ("unknown error")
+        if cap and (_address_space("VmPeak") or 0) > cap - 64_000_000: return _memory_error(name, limits)
+        return dict(ok=False, error="CorruptDocument", message=f"{name}: cannot be read ({type(e).__name__}: {e})",
+                    fix="re-export or re-save the document")
+
+def _serve():
+    "The parser process: answer each request on stdin with one JSON line on stdout, until stdin closes."
+    import resource
+    inp, out, sys.stdout = sys.stdin.buffer, sys.stdout.buffer, sys.stderr
+    while (head := inp.readline()):
+        req = json.loads(head)
+        raw, base = inp.read(req["n"]), _address_space()
+        cap = base + req["limits"]["memory"] if base else None
+        if cap: resource.setrlimit(resource.RLIMIT_AS, (cap, resource.RLIM_INFINITY))
+        try: ans = _answer(req, raw, cap)
+        finally:
+            if cap: resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+        out.write(json.dumps(ans).encode() + b"\n"); out.flush()
+
+# %% ../../nbs/10_ingest_loaders.ipynb #06845359
+class ParserProcess:
+    "Parses documents in a child process that is killed when one overruns its wall time; restarted on demand."
+    def __init__(self): self.proc = None
+    def __repr__(self): return f"ParserProcess(pid={self.proc.pid if self.proc else None})"
+
+    def _start(self):
+        import keel, weakref
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(keel.__file__).parent.parent), os.environ.get("PYTHONPATH", "")])}
+        self.proc = subprocess.Popen([sys.executable, "-c", "from keel.ingest.loaders import _serve; _serve()"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+        weakref.finalize(self, self.proc.kill)
+
+    def close(self):
+        "Stop the child process, if one runs."
+        if self.proc is not None:
+            with contextlib.suppress(OSError): self.proc.kill()
+            self.proc.wait(); self.proc.stdin.close(); self.proc.stdout.close()
+        self.proc = None
+
+# %% ../../nbs/10_ingest_loaders.ipynb #e3b2a06e
+def _read_line(fd:int, deadline:float) -> bytes|None:
+    "One line from `fd` by `deadline`: None when time ran out, b'' when the writer ended."
+    buf = bytearray()
+    while not buf.endswith(b"\n"):
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]: return None
+        part = os.read(fd, 1 << 20)
+        if not part: return b""
+        buf += part
+    return bytes(buf)
+
+def _parse_in_child(self:ParserProcess, raw:bytes, name:str, kind:str, limits:Limits=Limits()):
+    "Like `parse_document`, in the child process, stopped after `limits.seconds`."
+    if self.proc is None or self.proc.poll() is not None: self._start()
+    try:
+        self.proc.stdin.write(json.dumps(dict(name=name, kind=kind, n=len(raw), limits=asdict(limits))).encode() + b"\n")
+        self.proc.stdin.write(raw); self.proc.stdin.flush()
+        line = _read_line(self.proc.stdout.fileno(), time.monotonic() + limits.seconds)
+    except BrokenPipeError: line = b""
+    if not line:
+        code = self.proc.poll(); self.close()
+        if line is None: raise _slow(name, limits.seconds)
+        raise DocumentTooLarge(f"{name}: the parser process ended (exit status {code}) while reading it",
+                               fix="check the file; if it is trusted and large, raise KEEL_MAX_DOCUMENT_MEMORY")
+    ans = json.loads(line)
+    if not ans["ok"]: raise _ERRORS.get(ans["error"], CorruptDocument)(ans["message"], fix=ans["fix"])
+    return [Page(n, t) for n, t in ans["pages"]], ans["title"], ans["meta"]
+ParserProcess.parse = _parse_in_child
+
+# %% ../../nbs/10_ingest_loaders.ipynb #f65cdb29
 def load(source:str|Path, # a file path or an http(s) URL
          *, title:str|None=None, # a title that wins over the document's own
-         max_bytes:int=50_000_000, # larger documents are refused
-         timeout:float=30.0 # seconds to wait for a URL
+         max_bytes:int|None=None, # larger documents are refused (overrides `limits.max_bytes`)
+         timeout:float=30.0, # seconds to wait for any one read from a URL
+         limits:Limits|None=None, # what one document may cost; default `Limits()`
+         parser:ParserProcess|None=None # parse in this child process (wall time and memory enforced); default in this process
         ) -> LoadedDocument:
     "Read a PDF, DOCX, HTML, Markdown or text document from a path or URL."
+    limits = limits or Limits()
+    if max_bytes is not None: limits = dataclasses.replace(limits, max_bytes=max_bytes)
     content_type = None
     if is_url(source):
         src = str(source)
-        raw, content_type = _read_url(src, max_bytes, timeout)
+        raw, content_type = _read_url(src, limits.max_bytes, timeout, limits.seconds)
         name = unquote(Path(urlparse(src).path).name) or urlparse(src).netloc
     else:
         path = Path(source).expanduser().resolve()
         src, name = str(path), path.name
-        raw = _read_path(path, max_bytes)
-    if len(raw) > max_bytes: raise _too_large(name, len(raw), max_bytes)
+        raw = _read_path(path, limits.max_bytes)
+    if len(raw) > limits.max_bytes: raise _too_large(name, len(raw), limits.max_bytes)
     if not raw.strip(): raise EmptyDocument(f"{name}: the file is empty", fix="check that the right file was given")
     kind = detect_kind(name, raw, content_type)
-    pages, own_title, meta = _PARSERS[kind](raw, name, kind)
+    pages, own_title, meta = (parser.parse if parser else parse_document)(raw, name, kind, limits)
     pages = [p for p in pages if p.text.strip()]
     if not pages: raise EmptyDocument(f"{name}: no text found in the {kind} file", fix="check that the right file was given")
-    stem = Path(name).stem or name
-    return LoadedDocument(src, (title or "").strip() or own_title or stem, kind,
-                          hashlib.sha256(raw).hexdigest(), pages, len(raw), meta)
+    title = " ".join((title or "").split()) or " ".join((own_title or "").split()) or Path(name).stem or name
+    return LoadedDocument(src, title, kind, hashlib.sha256(raw).hexdigest(), pages, len(raw), meta)

@@ -10,14 +10,15 @@ from pathlib import Path
 from typing import Callable, Sequence
 import numpy as np
 from ..yamlfile import read_yaml
-from ..errors import KeelError, InputError, ModelError
+from ..errors import KeelError, InputError, ModelError, EXIT_FAILED, one_line
 from ..config import Settings
 from ..db import transaction, fingerprint, set_meta
-from .loaders import load, is_url, LoadedDocument
+from .loaders import load, is_url, LoadedDocument, Limits, ParserProcess
 from .chunking import chunk_document
 
 # %% auto #0
-__all__ = ['IngestResult', 'Ingestor', 'check_tags', 'embed_text', 'ingest_path', 'read_manifest', 'ingest_manifest', 'cli']
+__all__ = ['IngestResult', 'exit_status', 'Ingestor', 'check_tags', 'embed_text', 'confine', 'ingest_path', 'read_manifest',
+           'ingest_manifest', 'cli']
 
 # %% ../../nbs/12_ingest_pipeline.ipynb #4b74a89f
 @dataclass
@@ -30,7 +31,7 @@ class IngestResult:
     quarantined: int = 0
     seconds: float = 0.0
     embed_seconds: float = 0.0
-    error: str|None = None           # "CorruptDocument: broken.pdf: ..." when failed
+    error: str|None = None           # "CorruptDocument: broken.pdf: ... (fix: ...)" when failed
     title: str = ""
     detail: str = ""                 # e.g. which document a duplicate duplicates
     exit_code: int = 0               # the failing error's exit code
@@ -39,11 +40,17 @@ class IngestResult:
     def name(self) -> str: return self.source.rstrip("/").rsplit("/", 1)[-1] if is_url(self.source) else Path(self.source).name
     @property
     def line(self) -> str:
-        "One line for the command line."
-        if self.status == "failed": return f"failed  {self.name}  {self.error}"
-        if self.status == "duplicate": return f"duplicate  {self.name}  {self.detail}"
+        "One line for the command line; names, titles and errors have their control characters escaped."
+        if self.status == "failed": return f"failed  {one_line(self.name)}  {one_line(self.error)}"
+        if self.status == "duplicate": return f"duplicate  {one_line(self.name)}  {one_line(self.detail)}"
         q = f" ({self.quarantined} quarantined)" if self.quarantined else ""
-        return f"{self.status}  {self.name}  {self.chunks} chunks{q}"
+        return f"{self.status}  {one_line(self.name)}  {self.chunks} chunks{q}"
+
+# %% ../../nbs/12_ingest_pipeline.ipynb #22695dcb
+def exit_status(results:list[IngestResult]) -> int:
+    "0 when nothing failed; the failures' own exit code when they share one; 1 when they differ."
+    codes = {r.exit_code or EXIT_FAILED for r in results if r.status == "failed"}
+    return 0 if not codes else codes.pop() if len(codes) == 1 else EXIT_FAILED
 
 # %% ../../nbs/12_ingest_pipeline.ipynb #b0eb01a4
 class Ingestor:
@@ -60,9 +67,13 @@ class Ingestor:
         self.settings = settings or Settings()
         self.index_path = Path(index_path) if index_path else Path(self.settings.data_dir)/"index.faiss"
         self.on_commit = on_commit
+        self.limits, self.parser = Limits.from_settings(self.settings), ParserProcess()   # the child starts on first use
         if getattr(ledger, "con", con) is not con:
             raise ValueError("the ledger must write through the ingestor's connection so its row joins the ingest transaction")
     def __repr__(self): return f"Ingestor(embeddings={getattr(self.embeddings, 'name', '?')}, index={self.index!r})"
+    def close(self):
+        "Stop the parser process."
+        self.parser.close()
 
 # %% ../../nbs/12_ingest_pipeline.ipynb #aca6408b
 def check_tags(tags, where:str="acl_tags") -> list[str]:
@@ -135,17 +146,33 @@ def _refresh_index(self:Ingestor, old_ids, new_ids, flags, vecs, tags) -> str:
         return f"stored, but the vector index was not updated ({type(e).__name__}: {e}); it is rebuilt on the next start"
 Ingestor._refresh_index = _refresh_index
 
+# %% ../../nbs/12_ingest_pipeline.ipynb #cc6ae3ee
+def confine(path:str|Path, # a source path as given
+            roots:Sequence # folders it may lie under
+           ) -> Path:
+    "The resolved `path` (symlinks followed); `InputError` when it lies under none of `roots`."
+    try: real, allowed = Path(path).expanduser().resolve(), [Path(r).expanduser().resolve() for r in roots]
+    except (OSError, ValueError, RuntimeError) as e:   # a NUL in the name, a symlink loop
+        raise InputError(f"{path!r} is not a usable path ({e})", fix="check the path") from None
+    if any(real.is_relative_to(r) for r in allowed): return real
+    via = "" if real == Path(path).expanduser().absolute() else f" (it leads to {real})"
+    raise InputError(f"{path}{via} is outside the folders ingest may read: {', '.join(map(str, allowed))}",
+                     fix="move the file under one of them, or add its folder to KEEL_INGEST_ROOTS")
+
 # %% ../../nbs/12_ingest_pipeline.ipynb #9a9eb0ba
 def ingest_path(self:Ingestor, source:str|Path, # a file path or an http(s) URL
                 title:str|None=None, # a title that wins over the document's own
-                acl_tags:Sequence[str]=("public",) # who may see the document's chunks
+                acl_tags:Sequence[str]=("public",), # who may see the document's chunks
+                roots:Sequence|None=None # folders a path may lie under; default its own folder (and KEEL_INGEST_ROOTS)
                ) -> IngestResult:
     "Ingest one document; never leaves a partial write."
-    t0, tags = time.perf_counter(), check_tags(acl_tags)
-    src = str(source) if is_url(str(source)) else str(Path(source).expanduser().resolve())
-    res = IngestResult(src, "failed")
+    t0, tags, url = time.perf_counter(), check_tags(acl_tags), is_url(str(source))
+    res = IngestResult(str(source) if url else str(Path(source).expanduser().absolute()), "failed")
     try:
-        doc = load(source, title=title, max_bytes=self.settings.max_document_bytes)
+        if not url:
+            base = [Path(source).expanduser().absolute().parent] if roots is None else list(roots)
+            source = res.source = str(confine(source, [*base, *self.settings.ingest_roots]))
+        doc = load(source, title=title, limits=self.limits, parser=self.parser)
         res.source, res.title = doc.source, doc.title
         dup = self.con.execute("SELECT id, source, title, acl_tags FROM documents WHERE checksum = ? ORDER BY source = ? DESC, id LIMIT 1",
                                (doc.checksum, doc.source)).fetchone()
@@ -169,7 +196,7 @@ def ingest_path(self:Ingestor, source:str|Path, # a file path or an http(s) URL
             f"same content; title and tags now {doc.title!r} {tags}" if relabel else "")
         if self.on_commit: self.on_commit(self, res)
     except KeelError as e:
-        res.error, res.exit_code = f"{type(e).__name__}: {e.message}", e.exit_code
+        res.error, res.exit_code = f"{type(e).__name__}: {e}", e.exit_code
     except Exception as e:
         if os.environ.get("KEEL_DEBUG"): raise
         res.error, res.exit_code = f"{type(e).__name__}: {e}", 1
@@ -181,14 +208,14 @@ Ingestor.ingest_path = ingest_path
 _ENTRY_KEYS = {"path", "url", "title", "acl_tags"}
 
 def read_manifest(path:Path|str) -> list[dict]:
-    "The validated entries of a manifest: dicts with `source`, `title`, `acl_tags`."
+    "The validated entries of a manifest: dicts with `source`, `title`, `acl_tags` and `given`."
     path = Path(path)
     try: data = read_yaml(path, "manifest")
     except InputError as e:
         if "does not exist" in e.message or "cannot read" in e.message: raise InputError(f"{path}: cannot read the manifest: {e.message}", fix="check the path") from None
         raise
     if not isinstance(data, dict) or set(data) != {"documents"}:
-        got = sorted(data) if isinstance(data, dict) else type(data).__name__
+        got = sorted(data, key=str) if isinstance(data, dict) else type(data).__name__
         raise InputError(f"{path}: a manifest is a mapping with exactly one key, documents (got {got})",
                          fix="write `documents:` followed by a list of {path, title, acl_tags} entries")
     docs = data["documents"]
@@ -198,10 +225,10 @@ def read_manifest(path:Path|str) -> list[dict]:
 
 # %% ../../nbs/12_ingest_pipeline.ipynb #ee6a867b
 def _manifest_entry(path:Path, i:int, e) -> dict:
-    "One validated manifest entry."
+    "One validated manifest entry: `source` resolved, `given` as written (joined to the manifest's folder)."
     label = f"{path}: entry {i}" + (f" ({e.get('path') or e.get('url')})" if isinstance(e, dict) and (e.get("path") or e.get("url")) else "")
     if not isinstance(e, dict): raise InputError(f"{label}: each entry must be a mapping, got {e!r}", fix="write `- path: file.pdf`")
-    unknown = sorted(set(e) - _ENTRY_KEYS)
+    unknown = sorted(set(e) - _ENTRY_KEYS, key=str)
     if unknown: raise InputError(f"{label}: unknown key {unknown[0]!r}", fix=f"use only {', '.join(sorted(_ENTRY_KEYS))}")
     if ("path" in e) == ("url" in e): raise InputError(f"{label}: give exactly one of path or url", fix="add `path:` or `url:`")
     src = e.get("path", e.get("url"))
@@ -212,8 +239,8 @@ def _manifest_entry(path:Path, i:int, e) -> dict:
         raise InputError(f"{label}: title must be a non-empty string", fix="fix or remove the title")
     if "acl_tags" not in e: raise InputError(f"{label}: acl_tags is required", fix="add e.g. `acl_tags: [public]`")
     tags = check_tags(e["acl_tags"], f"{label}: acl_tags")
-    source = src if "url" in e else str((path.parent/Path(src).expanduser()).resolve())
-    return dict(source=source, title=title, acl_tags=tags)
+    given = src if "url" in e else str(path.absolute().parent/Path(src).expanduser())
+    return dict(source=given if "url" in e else str(Path(given).resolve()), title=title, acl_tags=tags, given=given)
 
 # %% ../../nbs/12_ingest_pipeline.ipynb #26814c89
 def ingest_manifest(self:Ingestor, path:Path|str, # a YAML manifest: documents: [{path|url, title, acl_tags}]
@@ -221,12 +248,12 @@ def ingest_manifest(self:Ingestor, path:Path|str, # a YAML manifest: documents: 
                    ) -> list[IngestResult]:
     "Ingest every document a manifest lists; each failure is recorded and the rest still ingested."
     from tqdm.auto import tqdm
-    entries = read_manifest(path)
+    entries, roots = read_manifest(path), [Path(path).expanduser().absolute().parent]
     bar = tqdm(entries, desc="ingest", unit="doc", disable=not (len(entries) > 1 and sys.stderr.isatty() if progress is None else progress), file=sys.stderr)
     out = []
     for e in bar:
         bar.set_postfix_str(e["source"].rsplit("/", 1)[-1][:40])
-        out.append(self.ingest_path(e["source"], title=e["title"], acl_tags=e["acl_tags"]))
+        out.append(self.ingest_path(e["given"], title=e["title"], acl_tags=e["acl_tags"], roots=roots))
     return out
 Ingestor.ingest_manifest = ingest_manifest
 
@@ -249,4 +276,4 @@ def cli(argv:list[str], # arguments after `keel ingest`
     ing = make_ctx().ingestor
     results = ing.ingest_manifest(a.source) if manifest else [ing.ingest_path(a.source, title=a.title, acl_tags=tags)]
     for r in results: print(r.line)
-    return 1 if any(r.status == "failed" for r in results) else 0
+    return exit_status(results)
