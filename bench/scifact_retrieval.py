@@ -19,14 +19,16 @@ def embeddings(cache:Path):
     "The profile's embedding model, its weights prepared under the cache folder, wrapped in the vector cache."
     from keel.config import load_settings
     from keel.factory import make_embeddings
-    from keel.evals.retrieval import CachedEmbeddings
+    from keel.evals.retrieval_bench import CachedEmbeddings
     s = load_settings(dotenv=None).replace(data_dir=cache/"keel")
     return CachedEmbeddings(make_embeddings(s), cache)
 
 def run(data:Path=DEFAULT_DATA, limit:int|None=None, systems=("bm25", "vector", "hybrid"), out:Path=HERE/".cache"/"scifact",
         cache:Path=HERE/".cache", depth:int=100, permutations:int=10_000):
     "Run the benchmark; returns (result, timings)."
-    from keel.evals.retrieval import load_beir, MemoryCorpus, run_benchmark, write_trec_run, write_trec_qrels, to_json, to_markdown
+    from keel.evals.retrieval_data import load_beir
+    from keel.evals.retrieval_bench import MemoryCorpus, run_benchmark
+    from keel.evals.retrieval_report import write_trec_run, write_trec_qrels, to_json, to_markdown
     t0 = time.perf_counter()
     ds, passages = load_beir(data, split="train", cutoffs=(1, 3, 5, 10, 100), limit=limit)
     emb = embeddings(cache) if any(s != "bm25" for s in systems) else None
@@ -54,7 +56,7 @@ def main(argv=None):
     p.add_argument("--out", type=Path, default=HERE/".cache"/"scifact")
     a = p.parse_args(argv)
     if not (a.data/"corpus.jsonl").is_file(): sys.exit(f"no SciFact data at {a.data} (corpus.jsonl missing); pass --data")
-    from keel.evals.retrieval import format_text
+    from keel.evals.retrieval_report import format_text
     res, t = run(a.data, a.limit, a.systems, a.out)
     print(format_text(res))
     print()

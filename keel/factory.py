@@ -143,6 +143,13 @@ def build_context(settings:Settings|None=None, # defaults to `get_settings()`
     if overrides: s = s.replace(**overrides)
     return AppContext(s)
 
+# %% ../nbs/80_factory.ipynb #09c7b383
+@patch
+def derive(self:AppContext, settings:Settings|None=None, # other settings; default this context's
+           **overrides) -> AppContext: # fields to change, e.g. `data_dir`
+    "A new context from other settings; the caller closes it."
+    return build_context(settings or self.settings, **overrides)
+
 # %% ../nbs/80_factory.ipynb #99d3058b
 def _try(f):
     t = time.perf_counter()

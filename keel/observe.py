@@ -4,15 +4,16 @@
 
 # %% ../nbs/23_observe.ipynb #870ff895
 from __future__ import annotations
-import json, math, sqlite3, datetime as dt
+import json, sqlite3, datetime as dt
 from collections import defaultdict
 from fastcore.basics import patch
 from .errors import InputError
 from .db import transaction
+from .evals.core import mean, percentile
 from .answer.types import Answer, User, Citation
 
 # %% auto #0
-__all__ = ['utc_now', 'InferenceLog', 'percentile']
+__all__ = ['utc_now', 'InferenceLog']
 
 # %% ../nbs/23_observe.ipynb #f0cbf814
 def utc_now() -> str:
@@ -79,14 +80,6 @@ def rows(self:InferenceLog, since:str|None=None, # UTC timestamp or date, inclus
     return out
 
 # %% ../nbs/23_observe.ipynb #dcaae654
-def percentile(xs:list[float], # values, any order
-               q:float # percentile in 0..100
-              ) -> float|None:
-    "Nearest-rank percentile of `xs`; None for no values."
-    if not xs: return None
-    xs = sorted(xs)
-    return xs[max(0, math.ceil(q / 100 * len(xs)) - 1)]
-
 def _summarise(rows:list[dict]) -> dict:
     lat = [r["latency_ms"] for r in rows]
     scores = defaultdict(list)
@@ -95,11 +88,11 @@ def _summarise(rows:list[dict]) -> dict:
             if isinstance(v, (int, float)) and not isinstance(v, bool): scores[k].append(float(v))
     n = len(rows)
     return dict(requests=n, refusals=sum(r["refused"] for r in rows), refusal_rate=sum(r["refused"] for r in rows) / n if n else None,
-                errors=sum(r["error"] is not None for r in rows), mean_latency_ms=sum(lat) / n if n else None,
+                errors=sum(r["error"] is not None for r in rows), mean_latency_ms=mean(lat),
                 p95_latency_ms=percentile(lat, 95), prompt_tokens=sum(r["prompt_tokens"] for r in rows),
                 output_tokens=sum(r["output_tokens"] for r in rows),
                 tokens=sum(r["prompt_tokens"] + r["output_tokens"] for r in rows),
-                scores={k: sum(v) / len(v) for k, v in sorted(scores.items())})
+                scores={k: mean(v) for k, v in sorted(scores.items())})
 
 # %% ../nbs/23_observe.ipynb #54a50f8d
 @patch

@@ -12,12 +12,13 @@ import pytest
 
 from keel.config import load_settings
 from keel.errors import ModelError
-from keel.providers.base import ChatResult, allowed
+from keel.providers.base import allowed
 from keel.answer.types import User
 from keel.answer.engine import AnswerEngine, REFUSAL, format_answer
 from keel.answer.prompts import FIRMER, is_bare_citation, strip_scaffolding
 from keel.answer.jsonschema import validate
 from keel.observe import InferenceLog
+from keel.testing import CountingLLM
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "golden" / "corpus"
@@ -28,23 +29,6 @@ QUESTIONS = ["How many quotes are needed for a purchase between $10,000 and $100
              "How quickly must a staff member tell the Privacy Officer about a suspected data breach?"]
 SALARY = "What is the salary range for Band 3?"
 SALARY_SECRETS = ["92,000", "104,000"]          # from golden.yaml: only an `hr` user may ever see these
-
-
-class CountingLLM:
-    "Wraps a real LLM: counts calls and keeps the replies; `first_reply` replaces the first reply (to force a bare citation)."
-    def __init__(self, inner, first_reply=None):
-        self.inner, self.first_reply, self.calls, self.replies = inner, first_reply, [], []
-        self.name = inner.name
-    @property
-    def prompt_style(self): return self.inner.prompt_style
-    def _record(self, prompt, res):
-        self.calls.append(prompt)
-        if self.first_reply is not None and len(self.calls) == 1:
-            res = ChatResult(self.first_reply, prompt_tokens=res.prompt_tokens, output_tokens=1, model=res.model)
-        self.replies.append(res.content)
-        return res
-    def complete(self, prompt, **kw): return self._record(prompt, self.inner.complete(prompt, **kw))
-    def chat(self, messages, **kw): return self._record(messages, self.inner.chat(messages, **kw))
 
 
 @pytest.fixture(scope="module")

@@ -72,7 +72,7 @@ def test_duplicate_case_ids_exit_2(keel_cmd, tmp_path):
     assert r.returncode == 2 and "case 'a': duplicate case id" in r.stderr
 
 def test_the_fixture_dataset_is_valid():
-    from keel.evals.retrieval import load_dataset
+    from keel.evals.retrieval_data import load_dataset
     ds = load_dataset(FIXTURE)
     assert len(ds.cases) >= 20 and len({c.category for c in ds.cases}) >= 5
     assert sum(c.user_tags == ["hr"] for c in ds.cases) >= 3 and any(c.category == "semantic" for c in ds.cases)

@@ -92,11 +92,11 @@ def test_yaml_billion_laughs_manifest_is_refused_fast_and_short(keel_cmd, tmp_pa
 
 
 def test_every_yaml_reader_bounds_aliases():
-    from keel.evals.golden import read_yaml as golden_read
+    from keel.evals.golden import load_golden
     import tempfile
     with tempfile.TemporaryDirectory() as d:
         p = hostile.laughs_manifest(Path(d)/"golden.yaml")
-        with pytest.raises(InputError, match="would expand"): golden_read(p)
+        with pytest.raises(InputError, match="would expand"): load_golden(p)
         with pytest.raises(InputError, match="would expand"): parse_yaml(p.read_text())
 
 

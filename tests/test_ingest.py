@@ -8,6 +8,7 @@ from keel.ingest.loaders import (load, LoadedDocument, UnsupportedFormat, EmptyD
                                  EncryptedDocument, DocumentTooLarge, NoTextLayer, SourceUnreachable)
 from keel.ingest.chunking import chunk_document
 from keel.ingest.pipeline import read_manifest
+from keel.testing import Failing
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "golden" / "corpus"
@@ -220,11 +221,9 @@ def test_ingest_is_atomic_with_real_parts(tmp_path, real_screen):
                "fts": [tuple(r) for r in con.execute("SELECT rowid, text FROM chunks_fts ORDER BY rowid")]}
     before, n = snapshot(), ing.index.count()
 
-    class FailingLedger(Ledger):
-        def append(self, *a, **kw):
-            assert con.execute("SELECT count(*) FROM chunks").fetchone()[0] > len(before["chunks"])   # chunks were written
-            raise OSError("disk full")
-    bad = Ingestor(con, emb, ing.index, FailingLedger(con), real_screen.screen, settings)
+    def chunks_written(): assert con.execute("SELECT count(*) FROM chunks").fetchone()[0] > len(before["chunks"])
+    bad = Ingestor(con, emb, ing.index, Failing(Ledger(con), "append", OSError("disk full"), check=chunks_written),
+                   real_screen.screen, settings)
     res = bad.ingest_path(CORPUS / "procurement-policy.pdf")
     assert (res.status, res.error) == ("failed", "OSError: disk full")
     assert snapshot() == before and ing.index.count() == n

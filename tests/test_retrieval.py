@@ -2,10 +2,10 @@
 quarantined chunks in a real SQLite file, a real FAISS index, random callers and random queries; no hit may
 ever fall outside the caller's tags or be quarantined, and every permitted match must be findable.
 
-The property test embeds with `_HashEmbeddings`, a deterministic word-hashing model: the packaged MiniLM
+The property test embeds with `keel.testing.HashEmbeddings`, a deterministic word-hashing model: the packaged MiniLM
 embeds about ten chunks a second here, too slow for thousands of chunks per run. The slow test at the end
 runs the real model over the fixture corpus (golden/corpus)."""
-import json, math, random, sqlite3, zlib
+import json, math, random, sqlite3
 from pathlib import Path
 import numpy as np
 import pytest
@@ -16,6 +16,7 @@ from keel.db import connect, transaction
 from keel.providers.base import allowed, effective_tags
 from keel.providers.faiss import FaissIndex, build_from_db
 from keel.retrieval import Retriever, fts_query, query_terms
+from keel.testing import HashEmbeddings
 
 ROOT = Path(__file__).resolve().parent.parent
 TAGS = ["public", "hr", "finance", "clinic", "legal"]
@@ -24,27 +25,13 @@ WORDS = [f"{a}{b}" for a in ("quot", "tend", "rec", "pay", "band", "leav", "aud"
          for b in ("e", "er", "ing", "s", "al", "ion", "ed", "ly", "ity", "ment")]          # 100 content words
 
 
-class _HashEmbeddings:
-    "A deterministic embedding for the property test only: each word hashes to a random unit direction; a text is the normalised sum."
-    name, dim = "hash-384", 384
-    def _word(self, w):
-        return np.random.default_rng(zlib.crc32(w.encode())).standard_normal(self.dim).astype(np.float32)
-    def embed(self, texts):
-        out = np.zeros((len(texts), self.dim), np.float32)
-        for i, t in enumerate(texts):
-            for w in query_terms(t, 10_000): out[i] += self._word(w)
-            n = np.linalg.norm(out[i]); out[i] = out[i] / n if n else self._word("<empty>") / np.linalg.norm(self._word("<empty>"))
-        return out
-    def embed_query(self, text): return self.embed([text])[0]
-
-
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     "3,000 chunks in 60 documents, mixed tags, 5% quarantined (half of them still in the vector index, as after a late quarantine)."
     rng = random.Random(7)
     d = tmp_path_factory.mktemp("retrieval")
     con = connect(d/"keel.db")
-    emb = _HashEmbeddings()
+    emb = HashEmbeddings(384)
     truth = {}
     with transaction(con):
         for doc in range(60):
@@ -142,7 +129,7 @@ def test_bm25_engines_agree(corpus):
 
 def test_the_index_follows_changes_to_the_database(corpus, tmp_path):
     con = connect(tmp_path/"keel.db")
-    emb = _HashEmbeddings()
+    emb = HashEmbeddings(384)
     with transaction(con):
         d = con.execute("INSERT INTO documents(source,title,kind,checksum) VALUES ('a.md','A','markdown','1')").lastrowid
         c = con.execute("INSERT INTO chunks(document_id,ord,text) VALUES (?,0,'quarterly audit findings')", (d,)).lastrowid

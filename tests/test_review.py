@@ -13,6 +13,7 @@ from keel.config import load_settings
 from keel.errors import InputError
 from keel.evals.review import review, load_review_dataset
 from keel.evals.claims import replay_claims
+from keel.factory import build_context
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = [sys.executable, str(ROOT/"examples"/"answer_command.py")]
@@ -101,7 +102,12 @@ def settings(tmp_path_factory):
 def reviewed(repo, settings):
     "The working tree reviewed against the base commit, gating on regressions."
     r, c = repo
-    return review(r/"review.yaml", r/"kb", base=c["base"], gate="regressions", settings=settings)
+    return review(r/"review.yaml", r/"kb", base=c["base"], gate="regressions", make_ctx=caller(settings))
+
+def caller(settings):
+    "The `make_ctx` a command would pass: builds the caller's context once, on demand."
+    box = []
+    return lambda: box[0] if box else box.append(build_context(settings)) or box[0]
 
 def by_id(res): return {x.id: x for x in res.cases}
 
@@ -171,7 +177,7 @@ def made_dirs(monkeypatch):
 
 def test_temporary_data_directories_are_removed(repo, settings, made_dirs):
     r, c = repo
-    review(r/"review.yaml", r/"kb", base=c["fix"], settings=settings)
+    review(r/"review.yaml", r/"kb", base=c["fix"], make_ctx=caller(settings))
     ours = [d for d in made_dirs if d.name.startswith("keel-review")]
     assert len(ours) == 3                      # working data, base tree, base data
     assert not any(d.exists() for d in ours)
@@ -180,7 +186,7 @@ def test_temporary_directories_removed_on_error(repo, settings, made_dirs, tmp_p
     r, c = repo
     crash = tmp_path/"crash.py"; crash.write_text("import sys; sys.exit(7)")
     with pytest.raises(InputError, match="exited with status 7"):
-        review(r/"review.yaml", r/"kb", base=c["fix"], settings=settings, answer_command=[sys.executable, str(crash)])
+        review(r/"review.yaml", r/"kb", base=c["fix"], make_ctx=caller(settings), answer_command=[sys.executable, str(crash)])
     ours = [d for d in made_dirs if d.name.startswith("keel-review")]
     assert len(ours) == 1 and not ours[0].exists()   # the working revision failed before the base was unpacked
 
@@ -210,16 +216,16 @@ def test_invalid_dataset_exit_2(keel_cmd, repo, settings, tmp_path):
     bad = tmp_path/"bad.yaml"
     bad.write_text("type: review\nversion: 1\nid: x\ncases:\n  - id: q1\n    question: Why?\n    min_citations: many\n")
     p = keel_cmd("eval", "review", bad, r/"kb", env=keel_env(settings))
-    assert p.returncode == 2 and "case q1: field min_citations must be an integer" in p.stderr
+    assert p.returncode == 2 and "case q1: field min_citations: 'many' is not an integer" in p.stderr
     assert "Traceback" not in p.stderr
 
 def test_dataset_validation_names_case_and_field(tmp_path):
     p = tmp_path/"d.yaml"
     for body, msg in [("  - {id: a, question: Why}\n", "case a: field expectations are missing"),
                       ("  - {id: a, question: Why, answer_decision: perhaps}\n", "case a: field answer_decision must be answer or abstain"),
-                      ("  - {id: a, question: Why, min_groundedness: 1.5}\n", "case a: field min_groundedness must be between 0 and 1"),
+                      ("  - {id: a, question: Why, min_groundedness: 1.5}\n", "case a: field min_groundedness: 1.5 is not in 0..1"),
                       ("  - {id: a, question: Why, evidence_contain: x}\n", "case a: field evidence_contain is unknown"),
-                      ("  - {id: a, question: Why, budget: 0, min_sources: 1}\n", "case a: field budget must be between 1")]:
+                      ("  - {id: a, question: Why, budget: 0, min_sources: 1}\n", "case a: field budget: 0 is not an integer in 1..")]:
         p.write_text("type: review\nversion: 1\nid: d\ncases:\n" + body)
         with pytest.raises(InputError, match=msg): load_review_dataset(p)
 
@@ -238,7 +244,7 @@ def test_example_answer_command(repo, settings, tmp_path):
         out = subprocess.run({EXAMPLE!r}, input=data, capture_output=True, text=True)
         sys.stderr.write(out.stderr); sys.stdout.write(out.stdout); sys.exit(out.returncode)
     """)
-    res = review(r/"review.yaml", r/"kb", base=c["base"], gate="regressions", settings=settings, answer_command=tee)
+    res = review(r/"review.yaml", r/"kb", base=c["base"], gate="regressions", make_ctx=caller(settings), answer_command=tee)
     requests = [json.loads(l) for l in log.read_text().splitlines()]
     assert len(requests) == 2 and {q["revision"] for q in requests} == {"working-tree", c["base"]}
     for q in requests:
@@ -277,7 +283,7 @@ def test_invalid_citations_do_not_count(repo, settings, tmp_path):
             {"id": c["id"], "decision": "answer", "answer": "Seventy-two hours.",
              "claims": [{"text": "Seventy-two hours.", "citations": ["made-up.md#Nowhere"]}]} for c in req["cases"]]}))
     """)
-    res = review(r/"review.yaml", r/"kb", settings=settings, answer_command=liar)
+    res = review(r/"review.yaml", r/"kb", make_ctx=caller(settings), answer_command=liar)
     w = by_id(res)["breach-deadline"].work
     assert w.citations == [] and w.invalid_citations == ["made-up.md#Nowhere"] and w.groundedness == 0.0
 
@@ -379,7 +385,7 @@ def test_review_with_generative_model(repo, tmp_path):
     r, c = repo
     s = load_settings(env={}, dotenv=None, data_dir=tmp_path/"data", airgap=True)
     assert s.answer_mode == "generative"
-    res = review(r/"review.yaml", r/"kb", base=c["parking"], gate="regressions", settings=s)
+    res = review(r/"review.yaml", r/"kb", base=c["parking"], gate="regressions", make_ctx=caller(s))
     validate(res.to_dict(), "review-report")
     for x in res.cases:
         for o in (x.work, x.base):

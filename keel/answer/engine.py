@@ -16,25 +16,8 @@ from .prompts import (REFUSAL, Prompt, build_prompt, is_refusal, is_bare_citatio
 from .jsonschema import validate
 
 # %% auto #0
-__all__ = ['ScriptedLLM', 'terms', 'sentences', 'best_sentence', 'citation_for', 'resolve_citations', 'infer_citations',
-           'extract', 'AnswerEngine', 'model_location', 'parse_json_reply', 'digest', 'format_answer']
-
-# %% ../../nbs/31_answer_engine.ipynb #37cb3f98
-class ScriptedLLM:
-    "A stand-in `LLM` for tests: returns pre-set replies in order and records every call."
-    def __init__(self, replies:list, # strings to return (or exceptions to raise), one per call
-                 prompt_style:str="completion", name:str="scripted"):
-        self.replies, self.prompt_style, self.name, self.calls = list(replies), prompt_style, name, []
-    def _next(self, prompt, kw) -> ChatResult:
-        self.calls.append(dict(prompt=prompt, **kw))
-        if not self.replies: raise AssertionError("ScriptedLLM ran out of replies")
-        r = self.replies.pop(0)
-        if isinstance(r, BaseException): raise r
-        return ChatResult(r, prompt_tokens=max(1, len(str(prompt)) // 4), output_tokens=max(1, len(r) // 4), model=self.name)
-    def complete(self, prompt, *, temperature=0.1, max_tokens=700, json_schema=None, stop=None):
-        return self._next(prompt, dict(temperature=temperature, max_tokens=max_tokens, json_schema=json_schema, stop=stop))
-    def chat(self, messages, *, tools=None, temperature=0.1, max_tokens=700, json_schema=None, stop=None):
-        return self._next(messages, dict(temperature=temperature, max_tokens=max_tokens, json_schema=json_schema, stop=stop, tools=tools))
+__all__ = ['terms', 'sentences', 'best_sentence', 'citation_for', 'resolve_citations', 'infer_citations', 'extract',
+           'AnswerEngine', 'model_location', 'parse_json_reply', 'digest', 'format_answer']
 
 # %% ../../nbs/31_answer_engine.ipynb #90d7074e
 _STOP = set("a an and are as at be by can do does for from has have how i if in is it its may must of on or shall should "

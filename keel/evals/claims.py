@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Callable, Sequence
 from fastcore.basics import patch
 from ..errors import KeelError, InputError, DocumentError, EXIT_OK, EXIT_FAILED, EXIT_INVALID
-from .golden import read_yaml
+from ..yamlfile import read_yaml
+from .core import norm, invalid
 from .answer_command import SCHEMA_VERSION, text_digest
 from .review import git, locate, resolve_commit
 
@@ -59,43 +60,41 @@ class ClaimsDataset:
     digest: str
 
 # %% ../../nbs/59_evals_claims.ipynb #0baff8b9
-def _err(where, why, fix="fix the claims dataset"): raise InputError(f"{where}: {why}", fix=fix)
-
 def _evidence(raw, where:str) -> list[Evidence]:
-    if not isinstance(raw, list): _err(where, "evidence must be a list of {path, contains|excludes, section?}")
+    if not isinstance(raw, list): invalid(where, "evidence must be a list of {path, contains|excludes, section?}")
     out = []
     for i, e in enumerate(raw):
         w = f"{where} evidence[{i}]"
-        if not isinstance(e, dict): _err(w, "must be a mapping")
-        if extra := sorted(set(e) - {"path", "contains", "excludes", "section"}): _err(w, f"unknown field {extra[0]}")
+        if not isinstance(e, dict): invalid(w, "must be a mapping")
+        if extra := sorted(set(e) - {"path", "contains", "excludes", "section"}): invalid(w, f"unknown field {extra[0]}")
         for k in e:
-            if not isinstance(e[k], str) or not e[k].strip(): _err(w, f"field {k} must be a non-empty string")
-        if "path" not in e: _err(w, "field path is missing")
-        if not ({"contains", "excludes"} & set(e)): _err(w, "needs contains or excludes")
+            if not isinstance(e[k], str) or not e[k].strip(): invalid(w, f"field {k} must be a non-empty string")
+        if "path" not in e: invalid(w, "field path is missing")
+        if not ({"contains", "excludes"} & set(e)): invalid(w, "needs contains or excludes")
         out.append(Evidence(e["path"].strip().removeprefix("./"), e.get("contains"), e.get("excludes"), e.get("section")))
     return out
 
 # %% ../../nbs/59_evals_claims.ipynb #8c7c2ab4
 def _claim(raw, i:int, checkpoints:list[str]) -> ClaimSpec:
-    if not isinstance(raw, dict): _err(f"claims[{i}]", "must be a mapping")
+    if not isinstance(raw, dict): invalid(f"claims[{i}]", "must be a mapping")
     cid = raw.get("id")
-    if not isinstance(cid, str) or not cid.strip(): _err(f"claims[{i}]", "field id is missing")
+    if not isinstance(cid, str) or not cid.strip(): invalid(f"claims[{i}]", "field id is missing")
     w = f"claim {cid}"
-    if extra := sorted(set(raw) - {"id", "type", "text", "evidence", "checkpoints", "notes"}): _err(w, f"unknown field {extra[0]}")
-    if not isinstance(raw.get("type"), str) or not re.fullmatch(r"[a-z][a-z0-9_-]*", raw["type"]): _err(w, "field type must be a short lowercase word such as fact, number, date")
-    if not isinstance(raw.get("text"), str) or not raw["text"].strip(): _err(w, "field text is missing")
+    if extra := sorted(set(raw) - {"id", "type", "text", "evidence", "checkpoints", "notes"}): invalid(w, f"unknown field {extra[0]}")
+    if not isinstance(raw.get("type"), str) or not re.fullmatch(r"[a-z][a-z0-9_-]*", raw["type"]): invalid(w, "field type must be a short lowercase word such as fact, number, date")
+    if not isinstance(raw.get("text"), str) or not raw["text"].strip(): invalid(w, "field text is missing")
     default = _evidence(raw.get("evidence", []), w)
     cps = raw.get("checkpoints")
-    if not isinstance(cps, dict) or not cps: _err(w, "field checkpoints must map checkpoint refs to expected states")
+    if not isinstance(cps, dict) or not cps: invalid(w, "field checkpoints must map checkpoint refs to expected states")
     expect = {}
     for ref, v in cps.items():
         ref = str(ref)
-        if ref not in checkpoints: _err(w, f"checkpoint {ref!r} is not in the dataset's checkpoints ({', '.join(checkpoints)})")
+        if ref not in checkpoints: invalid(w, f"checkpoint {ref!r} is not in the dataset's checkpoints ({', '.join(checkpoints)})")
         if isinstance(v, str): v = {"expect": v}
-        if not isinstance(v, dict) or set(v) - {"expect", "evidence"}: _err(f"{w} at {ref}", "must be a state or {expect, evidence}")
-        if v.get("expect") not in STATES: _err(f"{w} at {ref}", f"expect must be one of {', '.join(STATES)}, got {v.get('expect')!r}")
+        if not isinstance(v, dict) or set(v) - {"expect", "evidence"}: invalid(f"{w} at {ref}", "must be a state or {expect, evidence}")
+        if v.get("expect") not in STATES: invalid(f"{w} at {ref}", f"expect must be one of {', '.join(STATES)}, got {v.get('expect')!r}")
         ev = _evidence(v["evidence"], f"{w} at {ref}") if "evidence" in v else default
-        if not ev and v["expect"] != "unverified": _err(f"{w} at {ref}", "has no evidence", fix="add evidence to the claim or to this checkpoint")
+        if not ev and v["expect"] != "unverified": invalid(f"{w} at {ref}", "has no evidence", fix="add evidence to the claim or to this checkpoint")
         expect[ref] = Expectation(v["expect"], ev)
     return ClaimSpec(cid, raw["type"], raw["text"].strip(), expect)
 
@@ -105,30 +104,30 @@ def load_claims(path:Path|str) -> ClaimsDataset: # a claims dataset YAML file
     path = Path(path)
     if not path.is_file(): raise InputError(f"{path} does not exist", fix="pass the path of a claims dataset YAML file")
     raw = read_yaml(path)
-    if not isinstance(raw, dict): _err(path, "a claims dataset is a mapping with type, version, id, checkpoints and claims")
-    if raw.get("type") != "claims": _err(path, f"type must be claims, got {raw.get('type')!r}", fix="add `type: claims`")
-    if raw.get("version") != 1: _err(path, f"version must be 1, got {raw.get('version')!r}", fix="add `version: 1`")
-    if extra := sorted(set(raw) - {"type", "version", "id", "description", "checkpoints", "claims"}): _err(path, f"unknown field {extra[0]}")
-    if not isinstance(raw.get("id"), str) or not raw["id"].strip(): _err(path, "field id is missing")
+    if not isinstance(raw, dict): invalid(path, "a claims dataset is a mapping with type, version, id, checkpoints and claims")
+    if raw.get("type") != "claims": invalid(path, f"type must be claims, got {raw.get('type')!r}", fix="add `type: claims`")
+    if raw.get("version") != 1: invalid(path, f"version must be 1, got {raw.get('version')!r}", fix="add `version: 1`")
+    if extra := sorted(set(raw) - {"type", "version", "id", "description", "checkpoints", "claims"}): invalid(path, f"unknown field {extra[0]}")
+    if not isinstance(raw.get("id"), str) or not raw["id"].strip(): invalid(path, "field id is missing")
     cps = raw.get("checkpoints")
-    if not isinstance(cps, list) or not cps or len(set(map(str, cps))) != len(cps): _err(path, "checkpoints must be a non-empty list of distinct git revisions, oldest first")
+    if not isinstance(cps, list) or not cps or len(set(map(str, cps))) != len(cps): invalid(path, "checkpoints must be a non-empty list of distinct git revisions, oldest first")
     cps = [str(c) for c in cps]
-    if not isinstance(raw.get("claims"), list) or not raw["claims"]: _err(path, "claims must be a non-empty list")
+    if not isinstance(raw.get("claims"), list) or not raw["claims"]: invalid(path, "claims must be a non-empty list")
     claims = [_claim(c, i, cps) for i, c in enumerate(raw["claims"])]
     ids = [c.id for c in claims]
-    if dup := sorted({i for i in ids if ids.count(i) > 1}): _err(f"claim {dup[0]}", "id is used twice")
+    if dup := sorted({i for i in ids if ids.count(i) > 1}): invalid(f"claim {dup[0]}", "id is used twice")
     return ClaimsDataset(raw["id"], cps, claims, path, text_digest(path.read_bytes()))
 
 # %% ../../nbs/59_evals_claims.ipynb #f96117e7
 def section_text(text:str, section:str) -> str|None:
     "The text under the Markdown heading `section` (up to the next heading of the same or a higher level), or None."
-    want = " ".join(section.lower().split())
+    want = norm(section)
     lines, out, level = text.splitlines(), None, 0
     for line in lines:
         m = re.match(r"^(#{1,6})\s+(.*?)\s*#*\s*$", line)
         if m and out is not None and len(m.group(1)) <= level: break
         if out is not None: out.append(line)
-        elif m and " ".join(m.group(2).lower().split()) == want: out, level = [], len(m.group(1))
+        elif m and norm(m.group(2)) == want: out, level = [], len(m.group(1))
     return None if out is None else "\n".join(out)
 
 # %% ../../nbs/59_evals_claims.ipynb #5c0acd73
@@ -154,8 +153,6 @@ def _to_text(raw:bytes, path:str) -> str:
         except DocumentError: return raw.decode("utf-8", "replace")
 
 # %% ../../nbs/59_evals_claims.ipynb #f020c90f
-def _norm(s:str) -> str: return " ".join((s or "").lower().split())
-
 def check_evidence(reader:CommitReader, ev:Evidence) -> tuple[str, str]:
     "`(holds|fails|absent, detail)` for one evidence item at the reader's commit."
     text = reader.text(ev.path)
@@ -163,9 +160,9 @@ def check_evidence(reader:CommitReader, ev:Evidence) -> tuple[str, str]:
     if ev.section is not None:
         text = section_text(text, ev.section)
         if text is None: return "absent", f"{ev.path} has no section {ev.section!r}"
-    t = _norm(text)
-    if ev.contains is not None and _norm(ev.contains) not in t: return "fails", f"{ev.label()}: not found"
-    if ev.excludes is not None and _norm(ev.excludes) in t: return "fails", f"{ev.label()}: found"
+    t = norm(text)
+    if ev.contains is not None and norm(ev.contains) not in t: return "fails", f"{ev.label()}: not found"
+    if ev.excludes is not None and norm(ev.excludes) in t: return "fails", f"{ev.label()}: found"
     return "holds", ev.label()
 
 def observe(reader:CommitReader, evidence:Sequence[Evidence]) -> tuple[str, list[dict]]:

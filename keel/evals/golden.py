@@ -5,35 +5,14 @@
 # %% ../../nbs/53_evals_golden.ipynb #5c0cbafe
 from __future__ import annotations
 import hashlib, json
-from dataclasses import dataclass, field, asdict
+from dataclasses import dataclass, asdict
 from pathlib import Path
-from ..yamlfile import read_yaml as _read_yaml
+from ..yamlfile import read_yaml
 from ..errors import InputError
+from .core import SourceRef, source_ref, text_list
 
 # %% auto #0
-__all__ = ['SPLITS', 'FIELDS', 'SourceRef', 'GoldenItem', 'read_yaml', 'parse_item', 'load_golden', 'golden_digest']
-
-# %% ../../nbs/53_evals_golden.ipynb #86fe20d2
-@dataclass(frozen=True)
-class SourceRef:
-    "One expected source: a document title, optionally a heading, or a chunk id."
-    title: str|None = None          # document title
-    heading: str|None = None        # a heading inside it (matched as a case-insensitive substring)
-    chunk_id: int|None = None       # an exact chunk
-
-    def matches(self, hit) -> bool:
-        "Whether a retrieved chunk (anything with `title`, `heading`, `chunk_id`) is this source."
-        if self.chunk_id is not None and getattr(hit, "chunk_id", None) != self.chunk_id: return False
-        if self.title is not None and _norm(getattr(hit, "title", "")) != _norm(self.title): return False
-        if self.heading is not None and _norm(self.heading) not in _norm(getattr(hit, "heading", "") or ""): return False
-        return True
-
-    def label(self) -> str:
-        "A short human label."
-        if self.chunk_id is not None and self.title is None: return f"chunk {self.chunk_id}"
-        return self.title + (f" › {self.heading}" if self.heading else "") + (f" (chunk {self.chunk_id})" if self.chunk_id is not None else "")
-
-def _norm(s) -> str: return " ".join(str(s or "").lower().split())
+__all__ = ['SPLITS', 'FIELDS', 'GoldenItem', 'parse_item', 'load_golden', 'golden_digest']
 
 # %% ../../nbs/53_evals_golden.ipynb #cb53cbf3
 SPLITS = ("tune", "heldout")
@@ -56,33 +35,6 @@ class GoldenItem:
 
 FIELDS = tuple(GoldenItem.__dataclass_fields__)
 
-# %% ../../nbs/53_evals_golden.ipynb #ec548ff9
-def read_yaml(path:Path|str): # a YAML file
-    "Parse a golden-set YAML file strictly (see `keel.yamlfile`); errors name the file and line."
-    return _read_yaml(path, "golden set YAML file")
-
-# %% ../../nbs/53_evals_golden.ipynb #d1f2e1d5
-def _strs(raw, iid, name, nonempty=False) -> tuple:
-    "A list of non-empty strings, or an error naming item and field."
-    if raw is None: raw = []
-    if isinstance(raw, str): raw = [raw]
-    if not isinstance(raw, list) or not all(isinstance(s, (str, int, float)) and not isinstance(s, bool) and str(s).strip() for s in raw):
-        raise InputError(f"item {iid}: field {name} must be a list of non-empty strings", fix=f"fix {name} of item {iid}")
-    if nonempty and not raw: raise InputError(f"item {iid}: field {name} is empty", fix=f"give item {iid} at least one {name[:-1] if name.endswith('s') else name}")
-    return tuple(str(s).strip() for s in raw)
-
-def _source(raw, iid) -> SourceRef:
-    "One expected source from a title, a chunk id, or a {title, heading, chunk_id} mapping."
-    bad = InputError(f"item {iid}: field expected_sources has an invalid entry {raw!r}",
-                     fix="use a title, a chunk id, or {title: ..., heading: ...} / {chunk_id: ...}")
-    if isinstance(raw, str) and raw.strip(): return SourceRef(raw.strip())
-    if isinstance(raw, int) and not isinstance(raw, bool): return SourceRef(chunk_id=raw)
-    if not isinstance(raw, dict) or set(raw) - {"title", "heading", "chunk_id"} or not (raw.get("title") or raw.get("chunk_id") is not None): raise bad
-    if raw.get("heading") and not raw.get("title"): raise bad
-    cid = raw.get("chunk_id")
-    if cid is not None and (not isinstance(cid, int) or isinstance(cid, bool)): raise bad
-    return SourceRef(str(raw["title"]).strip() if raw.get("title") else None, str(raw["heading"]).strip() if raw.get("heading") else None, cid)
-
 # %% ../../nbs/53_evals_golden.ipynb #fd946c8c
 def parse_item(raw:dict, # one mapping from the YAML
                index:int   # its position, named when it has no id
@@ -97,13 +49,13 @@ def parse_item(raw:dict, # one mapping from the YAML
     if not isinstance(q, str) or not q.strip(): raise InputError(f"item {iid}: field question is empty", fix=f"write the question of item {iid}")
     ans = raw.get("expected_answer")
     if not isinstance(ans, str) or not ans.strip(): raise InputError(f"item {iid}: field expected_answer is empty", fix="write the reference answer (for a refusal item, why it must refuse)")
-    tags = _strs(raw.get("user_tags"), iid, "user_tags", nonempty=True)
+    tags = tuple(text_list(raw.get("user_tags"), f"item {iid}: field user_tags"))
     refusal = raw.get("expect_refusal", False)
     if not isinstance(refusal, bool): raise InputError(f"item {iid}: field expect_refusal must be true or false", fix="write true or false")
     srcs = raw.get("expected_sources") or []
     if not isinstance(srcs, list): srcs = [srcs]
-    srcs = tuple(_source(s, iid) for s in srcs)
-    inc, exc = _strs(raw.get("must_include"), iid, "must_include"), _strs(raw.get("must_not_include"), iid, "must_not_include")
+    srcs = tuple(source_ref(s, f"item {iid}: field expected_sources") for s in srcs)
+    inc, exc = (tuple(text_list(raw.get(k), f"item {iid}: field {k}", nonempty=False)) for k in ("must_include", "must_not_include"))
     if not refusal and not srcs: raise InputError(f"item {iid}: field expected_sources is empty for an item that expects an answer", fix="name the document(s) the answer comes from, or set expect_refusal: true")
     if refusal and inc: raise InputError(f"item {iid}: field must_include is set on a refusal item", fix="a refusal contains no facts: move the strings to must_not_include or drop them")
     both = sorted({s.lower() for s in inc} & {s.lower() for s in exc})
@@ -117,7 +69,7 @@ def parse_item(raw:dict, # one mapping from the YAML
 def load_golden(path:Path|str # the golden set YAML
                ) -> list[GoldenItem]:
     "Read and validate a golden set; any problem is an `InputError` naming the item and field."
-    data = read_yaml(path)
+    data = read_yaml(path, "golden set YAML file")
     if isinstance(data, dict):
         extra = sorted(set(data) - {"items", "version", "description"})
         if extra: raise InputError(f"{path}: unknown top-level key {extra[0]}", fix="use items, version, description")

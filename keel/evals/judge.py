@@ -12,12 +12,12 @@ from ..errors import InputError
 from ..airgap import permits
 from ..providers.base import ChatMessage, LLM
 from fastcore.basics import patch
-from .golden import read_yaml
+from ..yamlfile import read_yaml
 
 # %% auto #0
 __all__ = ['METRICS', 'JUDGE_SCHEMA', 'JUDGE_INSTRUCTIONS', 'LABEL_FIELDS', 'fold_score', 'parse_verdict', 'material',
-           'JudgeVerdict', 'Judge', 'ScriptedLLM', 'endpoint_permitted', 'combine_verdicts', 'second_judge',
-           'load_judge_labels', 'cohen_kappa', 'judge_agreement']
+           'JudgeVerdict', 'Judge', 'endpoint_permitted', 'combine_verdicts', 'second_judge', 'load_judge_labels',
+           'cohen_kappa', 'judge_agreement']
 
 # %% ../../nbs/54_evals_judge.ipynb #513bdd6b
 def fold_score(v) -> float|None:
@@ -135,18 +135,6 @@ def score(self:Judge, question:str, answer_text:str, contexts:list[str], referen
         return JudgeVerdict(**scores, reasons=reasons, raw=raw, judge=self.name)
     return JudgeVerdict(raw=raw, error=f"unparseable after a retry: {why}", judge=self.name)
 
-# %% ../../nbs/54_evals_judge.ipynb #a51522b7
-class ScriptedLLM:
-    "A fake LLM that replays fixed replies (for tests of the judge's failure handling only)."
-    prompt_style = "chat"
-    def __init__(self, replies:list[str], name:str="scripted-fake"): self.replies, self.name, self.calls = list(replies), name, []
-    def _next(self, payload):
-        from keel.providers.base import ChatResult
-        self.calls.append(payload)
-        return ChatResult(self.replies.pop(0) if self.replies else "", prompt_tokens=1, output_tokens=1, model=self.name)
-    def chat(self, messages, **kw): return self._next(messages)
-    def complete(self, prompt, **kw): return self._next(prompt)
-
 # %% ../../nbs/54_evals_judge.ipynb #71c41140
 def endpoint_permitted(url:str, airgap:bool, allow:tuple=()) -> bool:
     "Whether the air-gap lets a judge endpoint through (loopback or allow-listed host)."
@@ -180,7 +168,7 @@ LABEL_FIELDS = ("id", "kind", "question", "answer", "contexts", "reference", "hu
 
 def load_judge_labels(path:Path|str) -> list[dict]:
     "Read human-labelled judge items; errors name the item and field."
-    data = read_yaml(path)
+    data = read_yaml(path, "judge labels YAML file")
     data = data.get("labels") if isinstance(data, dict) else data
     if not isinstance(data, list) or not data: raise InputError(f"{path}: no labels", fix="write a list under `labels:`")
     out, seen = [], set()

@@ -6,7 +6,7 @@
 from __future__ import annotations
 import dataclasses, datetime as dt, html, json, random, statistics
 from pathlib import Path
-from .run import RATES, COUNTS, DEFAULT_THRESHOLDS, item_value, settings_digest
+from .core import RATES, COUNTS, COSTS, DEFAULT_THRESHOLDS, item_value, settings_digest
 
 # %% auto #0
 __all__ = ['SCHEMA_VERSION', 'METHODOLOGY', 'GROUPS', 'CSS', 'TREND_METRICS', 'build_payload', 'write_report', 'esc', 'fmt',
@@ -56,7 +56,7 @@ def write_report(payload:dict, report_dir:Path|str) -> tuple[Path, Path]:
 GROUPS = {"Retrieval": ("hit_at_1", "hit_at_3", "hit_at_5", "mrr", "context_precision", "context_recall"),
           "Behaviour": ("refusal_correct", "false_refusals", "false_answers", "must_include", "must_not_include", "citation_valid", "leaks", "errors"),
           "Generation (judge)": ("groundedness", "relevance", "correctness", "judge_unscored"),
-          "Cost": ("latency_p50_ms", "latency_p95_ms", "prompt_tokens", "output_tokens")}
+          "Cost": COSTS}
 
 CSS = """body{font:14px/1.45 system-ui,sans-serif;margin:1.5rem;color:#1d2330}h1{margin:0 0 .3rem}h2{margin-top:1.6rem;border-bottom:1px solid #dde}
 .tiles{display:flex;flex-wrap:wrap;gap:.5rem}.tile{border:1px solid #dde;border-radius:6px;padding:.4rem .7rem;min-width:8.5rem}

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Callable, Sequence
 from fastcore.basics import patch
 from ..errors import KeelError, InputError, EXIT_OK, EXIT_FAILED, EXIT_INVALID
-from .golden import read_yaml
+from ..yamlfile import read_yaml
+from .core import norm, source_ref, invalid, int_value, number_value, text_list
 from .answer_command import (SCHEMA_VERSION, DEFAULT_TIMEOUT, Source, Claim, CommandAnswer, make_locators,
                                        build_request, answer_with_command, text_digest)
 
@@ -19,7 +20,7 @@ __all__ = ['EXPECTATIONS', 'CASE_FIELDS', 'TOP_FIELDS', 'SUPPORTED', 'MANIFESTS'
            'ReviewDataset', 'load_review_dataset', 'Outcome', 'locator_path', 'ref_matches', 'check_case',
            'split_claims', 'rel_source', 'heading_leaf', 'hits_to_sources', 'outcome_from_answer', 'git', 'locate',
            'resolve_commit', 'extract_revision', 'changed_paths', 'file_digests', 'kb_files', 'ingest_folder',
-           'pin_models', 'default_context_factory', 'evaluate', 'run_revision', 'classify', 'linked_paths', 'impact',
+           'pin_models', 'revision_contexts', 'evaluate', 'run_revision', 'classify', 'linked_paths', 'impact',
            'CaseReview', 'ReviewResult', 'review', 'review_parser', 'cli_review', 'is_review_dataset']
 
 # %% ../../nbs/58_evals_review.ipynb #b04ffce1
@@ -50,25 +51,19 @@ class ReviewDataset:
     description: str = ""
 
 # %% ../../nbs/58_evals_review.ipynb #4c74aba9
-def _case_err(cid, fld, why, fix="fix the review dataset"): raise InputError(f"case {cid}: field {fld} {why}", fix=fix)
+def _field(cid, fld) -> str: return f"case {cid}: field {fld}"
 
-def _list_of_str(cid, fld, v) -> list[str]:
-    if isinstance(v, str): v = [v]
-    if not isinstance(v, list) or not v or not all(isinstance(x, str) and x.strip() for x in v):
-        _case_err(cid, fld, "must be a non-empty string or list of non-empty strings")
-    return v
-
-def _number(cid, fld, v, typ, lo=None, hi=None):
-    if isinstance(v, bool) or not isinstance(v, (int, float) if typ is float else int): _case_err(cid, fld, f"must be {'a number' if typ is float else 'an integer'}, got {v!r}")
-    if (lo is not None and v < lo) or (hi is not None and v > hi): _case_err(cid, fld, f"must be between {lo} and {hi if hi is not None else 'any'}, got {v!r}")
-    return typ(v)
+def _case_err(cid, fld, why, fix="fix the review dataset"): raise InputError(f"{_field(cid, fld)} {why}", fix=fix)
 
 # %% ../../nbs/58_evals_review.ipynb #56b19781
+_REFS = ("expected_sources", "citation_sources")
+
 def _parse_expectation(cid, fld, v):
-    typ = EXPECTATIONS[fld]
-    if typ is list: return _list_of_str(cid, fld, v)
-    if fld == "min_groundedness": return _number(cid, fld, v, float, 0, 1)
-    if typ is int: return _number(cid, fld, v, int, 0)
+    typ, where = EXPECTATIONS[fld], _field(cid, fld)
+    if fld in _REFS: return [r for r in text_list(v, where) if source_ref(r, where)]
+    if typ is list: return text_list(v, where)
+    if fld == "min_groundedness": return number_value(v, where, 0, 1)
+    if typ is int: return int_value(v, where, 0)
     if v not in ("answer", "abstain"): _case_err(cid, fld, f"must be answer or abstain, got {v!r}")
     return v
 
@@ -83,8 +78,8 @@ def _parse_case(raw, i:int, defaults:dict) -> ReviewCase:
     if not expect: _case_err(cid, "expectations", f"are missing: give at least one of {', '.join(EXPECTATIONS)}")
     tags = raw.get("user_tags")
     if tags is not None and (not isinstance(tags, list) or not all(isinstance(t, str) for t in tags)): _case_err(cid, "user_tags", "must be a list of strings")
-    lim = {k: _number(cid, k, raw.get(k, defaults.get(k)), int, 1) if raw.get(k, defaults.get(k)) is not None else None for k in ("budget", "limit")}
-    return ReviewCase(cid, q.strip(), expect, tags, **lim)
+    lim = {k: raw.get(k, defaults.get(k)) for k in ("budget", "limit")}
+    return ReviewCase(cid, q.strip(), expect, tags, **{k: None if v is None else int_value(v, _field(cid, k), 1) for k, v in lim.items()})
 
 # %% ../../nbs/58_evals_review.ipynb #d1434961
 def load_review_dataset(path:Path|str) -> ReviewDataset: # a review dataset YAML file
@@ -132,32 +127,26 @@ def locator_path(locator:str) -> str:
     "The file part of a locator or expected source: `clinic.html#Breach handling~2` -> `clinic.html`."
     return locator.split("#", 1)[0]
 
-def _norm(s:str) -> str: return " ".join(str(s or "").lower().split())
-
-def ref_matches(ref:str, # `path` or `path#Section`
-                path:str, heading:str="") -> bool:
-    "Whether a passage at `path` under `heading` is the source `ref` names."
-    rpath, _, section = ref.partition("#")
-    if rpath.strip().lstrip("./") != path.lstrip("./"): return False
-    if not section: return True
-    levels = [_norm(h) for h in re.split(r"\s*[>›]\s*", heading or "")]
-    return _norm(section) in levels or _norm(section) == _norm(heading)
+def ref_matches(ref:str, # `path` or `path#Section`, as a review dataset writes it
+                source) -> bool: # a retrieved or cited `Source`
+    "Whether `source` is the one `ref` names, by the single rule of `keel.evals.core.SourceRef`."
+    return source_ref(ref).matches(source)
 
 # %% ../../nbs/58_evals_review.ipynb #e79e21a4
 def check_case(case:ReviewCase, o:Outcome) -> list[str]:
     "The failed expectations of `case` for outcome `o`, each as `check: detail`; empty means the case passes."
     e, f = case.expect, []
-    ev, ans = _norm(" ".join(s.text for s in o.retrieved)), _norm(o.answer)
+    ev, ans = norm(" ".join(s.text for s in o.retrieved)), norm(o.answer)
     cited = [s for s in o.retrieved if s.locator in o.citations] + [Source(l, "", locator_path(l), heading=l.partition("#")[2].split("~")[0]) for l in o.citations if l not in {s.locator for s in o.retrieved}]
     for r in e.get("expected_sources", []):
-        if not any(ref_matches(r, s.path, s.heading) for s in o.retrieved): f.append(f"expected_sources: {r} was not retrieved")
-    f += [f"evidence_contains: {x!r} is not in the retrieved text" for x in e.get("evidence_contains", []) if _norm(x) not in ev]
-    f += [f"evidence_excludes: {x!r} is in the retrieved text" for x in e.get("evidence_excludes", []) if _norm(x) in ev]
+        if not any(ref_matches(r, s) for s in o.retrieved): f.append(f"expected_sources: {r} was not retrieved")
+    f += [f"evidence_contains: {x!r} is not in the retrieved text" for x in e.get("evidence_contains", []) if norm(x) not in ev]
+    f += [f"evidence_excludes: {x!r} is in the retrieved text" for x in e.get("evidence_excludes", []) if norm(x) in ev]
     if (n := e.get("min_sources")) is not None and len({s.path for s in o.retrieved}) < n: f.append(f"min_sources: {len({s.path for s in o.retrieved})} file(s) retrieved, need {n}")
-    f += [f"answer_contains: {x!r} is not in the answer" for x in e.get("answer_contains", []) if _norm(x) not in ans]
-    f += [f"answer_excludes: {x!r} is in the answer" for x in e.get("answer_excludes", []) if _norm(x) in ans]
+    f += [f"answer_contains: {x!r} is not in the answer" for x in e.get("answer_contains", []) if norm(x) not in ans]
+    f += [f"answer_excludes: {x!r} is in the answer" for x in e.get("answer_excludes", []) if norm(x) in ans]
     for r in e.get("citation_sources", []):
-        if not any(ref_matches(r, s.path, s.heading) for s in cited): f.append(f"citation_sources: {r} is not cited")
+        if not any(ref_matches(r, s) for s in cited): f.append(f"citation_sources: {r} is not cited")
     if (n := e.get("min_citations")) is not None and len(o.citations) < n: f.append(f"min_citations: {len(o.citations)} valid citation(s), need {n}")
     if (g := e.get("min_groundedness")) is not None and (o.groundedness or 0) < g:
         f.append(f"min_groundedness: {'no claims' if o.groundedness is None else f'{o.groundedness:.2f}'} < {g:g}")
@@ -292,12 +281,11 @@ def pin_models(settings, # the caller's `Settings`
     if need_llm and settings.llm_backend == "llama" and not settings.llm_path: kw["llm_path"] = resolve_llm_path(settings)
     return settings.replace(**kw) if kw else settings
 
-def default_context_factory(settings) -> Callable:
-    "A `make_context(data_dir)` that builds Keel contexts with `settings` over `data_dir`."
-    def make_context(data_dir:Path):
-        from keel.factory import build_context
-        return build_context(settings, data_dir=Path(data_dir))
-    return make_context
+def revision_contexts(ctx, # the caller's context: its settings, and `derive` for new ones
+                      need_llm:bool) -> Callable: # whether Keel's own generative model will answer
+    "A `make_context(data_dir)` deriving fresh contexts from `ctx`, with the model weights pinned."
+    s = pin_models(ctx.settings, need_llm)
+    return lambda data_dir: ctx.derive(s, data_dir=Path(data_dir))
 
 # %% ../../nbs/58_evals_review.ipynb #2ccd714f
 def evaluate(ds:ReviewDataset, ctx, kb_root:Path, revision:str, # label sent to an answer command
@@ -348,7 +336,7 @@ def impact(case:ReviewCase, base:Outcome, work:Outcome, base_passed:bool, work_p
     reasons = ["source_changed"] if srcs else []
     if [s.identity for s in base.retrieved] != [s.identity for s in work.retrieved]: reasons.append("retrieval_changed")
     if base_passed != work_passed: reasons.append("outcome_changed")
-    if (base.decision, _norm(base.answer)) != (work.decision, _norm(work.answer)): reasons.append("answer_changed")
+    if (base.decision, norm(base.answer)) != (work.decision, norm(work.answer)): reasons.append("answer_changed")
     return reasons, srcs
 
 # %% ../../nbs/58_evals_review.ipynb #ef74b695
@@ -446,8 +434,7 @@ def review(dataset_path:Path|str, # a review dataset (type: review)
            *, base:str|None=None, # git revision to compare with; None evaluates the working revision only
            gate:str="all", # `all`: fail on any failing case; `regressions`: fail only on a regression (needs `base`)
            answer_command:Sequence[str]|None=None, # a program that answers instead of Keel's engine
-           settings=None, # `Settings` for the contexts; default `get_settings()`
-           make_context:Callable|None=None, # `make_context(data_dir) -> AppContext`; default `keel.factory.build_context`
+           make_ctx:Callable, # builds the caller's context on demand; each revision's context derives from it
            timeout:float=DEFAULT_TIMEOUT, # seconds the answer command may run per revision
           ) -> ReviewResult:
     "Evaluate a review dataset on the working revision of a knowledge base and, with `base`, compare it with that git revision."
@@ -457,10 +444,8 @@ def review(dataset_path:Path|str, # a review dataset (type: review)
     target = Path(target_dir) if target_dir is not None else (ds.knowledge_base or Path("."))
     root, prefix = locate(target)
     commit = resolve_commit(root, base) if base else None
-    if make_context is None:
-        from keel.config import get_settings
-        s = settings or get_settings()
-        make_context = default_context_factory(pin_models(s, need_llm=not answer_command and s.answer_mode == "generative"))
+    ctx = make_ctx()
+    make_context = revision_contexts(ctx, need_llm=not answer_command and ctx.settings.answer_mode == "generative")
     kw = dict(answer_command=answer_command, timeout=timeout)
     work, fails = run_revision(ds, target, "working-tree", make_context, **kw)
     if commit is None: return ReviewResult(ds, gate, _compare(ds, work, None, set()), _head(root, prefix), ingest_failures=dict(working=fails))
@@ -557,15 +542,8 @@ def review_parser(prog:str="keel eval review") -> argparse.ArgumentParser:
     return p
 
 # %% ../../nbs/58_evals_review.ipynb #cc999c44
-def _settings_from(make_ctx):
-    if make_ctx is None:
-        from keel.config import get_settings
-        return get_settings()
-    return make_ctx().settings
-
 def cli_review(argv:Sequence[str], # the arguments after `keel eval review`
-               make_ctx:Callable|None=None, # builds the caller's context; only its settings are used
-               make_context:Callable|None=None, # `make_context(data_dir)` for each revision; default from the settings
+               make_ctx:Callable, # builds the caller's context; each revision's context derives from it
               ) -> int:
     "`keel eval review`: exit 0 when the gate passes, 1 when it fails, 2 on invalid input."
     try:
@@ -573,7 +551,7 @@ def cli_review(argv:Sequence[str], # the arguments after `keel eval review`
         try: args = review_parser().parse_args(rest)
         except SystemExit as e: return EXIT_OK if e.code == 0 else EXIT_INVALID
         res = review(args.dataset, args.target, base=args.base, gate=args.gate, answer_command=cmd,
-                     settings=None if make_context else _settings_from(make_ctx), make_context=make_context, timeout=args.answer_timeout)
+                     make_ctx=make_ctx, timeout=args.answer_timeout)
         res.write(args.json, args.markdown)
         print(res.to_markdown() if not args.markdown else f"review {res.dataset.id}: gate {res.gate} {'passed' if res.passed else 'FAILED'}: {res.reason}")
         return res.exit_code

@@ -4,20 +4,22 @@
 
 # %% ../../nbs/55_evals_run.ipynb #01fd339a
 from __future__ import annotations
-import argparse, dataclasses, datetime as dt, hashlib, json, math, random, statistics, sys, time
+import argparse, dataclasses, datetime as dt, hashlib, json, random, statistics, sys, time
 from dataclasses import dataclass, field
 from pathlib import Path
 import yaml
 from ..errors import InputError, KeelError, ModelError, AirgapViolation, EXIT_OK, EXIT_FAILED, EXIT_INVALID
-from ..providers.base import allowed, ChunkHit
+from ..providers.base import allowed, ChunkHit, ChatMessage
 from ..answer.types import User, Answer, Citation
-from .golden import GoldenItem, SourceRef, load_golden, golden_digest
-from .judge import Judge, JudgeVerdict, combine_verdicts, second_judge, load_judge_labels, judge_agreement, METRICS, JUDGE_INSTRUCTIONS
+from .core import SourceRef, RATES, COUNTS, DEFAULT_THRESHOLDS, item_value, mean, percentile
+from .golden import GoldenItem, load_golden, golden_digest
+from .judge import (Judge, JudgeVerdict, combine_verdicts, second_judge, load_judge_labels, judge_agreement, METRICS,
+                              JUDGE_INSTRUCTIONS, _json_object)
+from .report import build_payload, write_report
 
 # %% auto #0
-__all__ = ['RATES', 'COUNTS', 'DEFAULT_THRESHOLDS', 'DRAFT_SCHEMA', 'HEADLINE', 'score_retrieval', 'find_strings', 'check_item',
-           'judge_item', 'item_value', 'mean', 'percentile', 'metrics_of', 'summarise', 'Regression', 'bootstrap_delta',
-           'compare', 'judge_trust', 'EvalResult', 'settings_digest', 'ask_item', 'default_baseline_path',
+__all__ = ['DRAFT_SCHEMA', 'HEADLINE', 'score_retrieval', 'find_strings', 'check_item', 'judge_item', 'metrics_of', 'summarise',
+           'Regression', 'bootstrap_delta', 'compare', 'judge_trust', 'EvalResult', 'ask_item', 'default_baseline_path',
            'overfit_warning', 'run_eval', 'promote_baseline', 'parse_draft', 'generate_golden', 'cli']
 
 # %% ../../nbs/55_evals_run.ipynb #38dee817
@@ -79,33 +81,6 @@ def judge_item(judges:list[Judge], item:GoldenItem, ans:Answer) -> dict:
                judge_ms=(time.perf_counter() - t0) * 1000)
     return out
 
-# %% ../../nbs/55_evals_run.ipynb #94c9fb2d
-RATES = ("hit_at_1", "hit_at_3", "hit_at_5", "mrr", "context_precision", "context_recall", "refusal_correct",
-         "must_include", "must_not_include", "citation_valid", "groundedness", "relevance", "correctness")
-COUNTS = ("false_refusals", "false_answers", "leaks", "judge_unscored", "errors")
-_ITEM_KEY = dict(mrr="rr", must_include="must_include_pass", must_not_include="must_not_include_pass")
-
-def item_value(row:dict, metric:str):
-    "The per-item value behind an aggregate metric (None when it does not apply)."
-    if metric == "false_refusals": return float(row["outcome"] == "false_refusal")
-    if metric == "false_answers": return float(row["outcome"] == "false_answer")
-    if metric == "judge_unscored": return float(row.get("judge_error") is not None)
-    if metric == "errors": return float(bool(row.get("error")))
-    return row.get(_ITEM_KEY.get(metric, metric))
-
-def mean(xs) -> float|None:
-    "Mean of the values that are not None; None when there are none."
-    xs = [x for x in xs if x is not None]
-    return statistics.fmean(xs) if xs else None
-
-def percentile(xs, q:float) -> float|None:
-    "The q-th percentile (0..100) by linear interpolation; None for no values."
-    xs = sorted(x for x in xs if x is not None)
-    if not xs: return None
-    k = (len(xs) - 1) * q / 100
-    lo, hi = math.floor(k), math.ceil(k)
-    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
-
 # %% ../../nbs/55_evals_run.ipynb #85f2ae54
 def metrics_of(rows:list[dict]) -> dict:
     "Every aggregate metric of some item rows, kept separate."
@@ -130,8 +105,6 @@ def summarise(rows:list[dict]) -> dict:
                 metrics=metrics_of(rows), by_split=splits, by_tags=tag_view)
 
 # %% ../../nbs/55_evals_run.ipynb #fc78627d
-DEFAULT_THRESHOLDS = {"hit_at_3": 0.05, "groundedness": 0.05, "refusal_correct": 0.05, "must_not_include": 0.0, "leaks": 0}
-
 @dataclass
 class Regression:
     "One gated metric that fell further than its tolerance (or a non-zero leak count)."
@@ -218,10 +191,6 @@ def _chunk_tags(con):
         return json.loads(row[0]) if row else None
     return f
 
-def settings_digest(settings) -> str:
-    "SHA-256 of the settings (secrets left out), so two runs can be told apart by configuration."
-    d = {k: v for k, v in dataclasses.asdict(settings).items() if "key" not in k} if dataclasses.is_dataclass(settings) else {}
-    return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()
 
 # %% ../../nbs/55_evals_run.ipynb #5d84173d
 def ask_item(ctx, item:GoldenItem, judges:list[Judge], tags_of) -> dict:
@@ -280,7 +249,6 @@ def run_eval(ctx, # an AppContext (answer_engine, llm, settings, log, con)
             ) -> EvalResult:
     "Run the golden set through the answer engine, score, gate against the baseline and write reports."
     from tqdm.auto import tqdm
-    from keel.evals.report import build_payload, write_report
     golden_path, report_dir = Path(golden_path), Path(report_dir)
     items = load_golden(golden_path)
     digest = golden_digest(items)
@@ -330,7 +298,6 @@ def _draft_prompt(title:str, heading:str, text:str) -> str:
 
 def parse_draft(reply:str, text:str) -> dict|None:
     "A {question, answer} draft from a model reply, or None when it is unusable."
-    from keel.evals.judge import _json_object
     try: d = _json_object(reply)
     except ValueError: return None
     q, a = (" ".join(str(d.get(k) or "").split()) for k in ("question", "answer"))
@@ -356,7 +323,6 @@ def generate_golden(ctx, # an AppContext (con, llm)
         try:
             if getattr(ctx.llm, "prompt_style", "chat") == "completion": reply = ctx.llm.complete(prompt, temperature=0, max_tokens=160, json_schema=DRAFT_SCHEMA).content
             else:
-                from keel.providers.base import ChatMessage
                 reply = ctx.llm.chat([ChatMessage("user", prompt)], temperature=0, max_tokens=160, json_schema=DRAFT_SCHEMA).content
         except KeelError: reply = ""
         d = parse_draft(reply, r["text"])
