@@ -10,7 +10,7 @@ STAMP := $(VENV)/.keel-installed
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 DEMO_DIR ?= .keel/demo
 
-.PHONY: install demo test test-fast test-slow bench readme clean-demo
+.PHONY: install demo test test-fast test-slow bench readme clean-demo lab browser
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -28,8 +28,21 @@ demo: install
 	$(BIN)/keel --data-dir $(DEMO_DIR) models prepare
 	bash tools/demo.sh $(DEMO_DIR)
 
+# JupyterLab on loopback with the notebooks (the panels in keel.ui render in it offline)
+lab: install
+	$(BIN)/jupyter lab --no-browser --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=nbs $(if $(filter 0,$(shell id -u)),--allow-root)
+
+# Debian's Chromium for the browser tests (tests/test_ui_browser.py); installed once when missing and apt-get is there
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing chromium for the browser tests"; \
+	    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; } >/tmp/keel-chromium.log 2>&1 \
+	      || { tail -5 /tmp/keel-chromium.log; echo "could not install chromium: the browser tests will be skipped"; }; \
+	  else echo "chromium is missing (install Debian's chromium): the browser tests will be skipped"; fi; }
+
 # export/clean must leave notebooks and the library unchanged, then notebook tests, then end-to-end tests
-test: install
+test: install browser
 	$(PY) tools/check_clean.py
 	$(BIN)/nbdev_test --n_workers 2 --do_print
 	$(BIN)/pytest -q tests

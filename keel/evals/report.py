@@ -47,7 +47,7 @@ def build_payload(ctx, golden_path, digest, rows, summary, regressions, baseline
 def write_report(payload:dict, report_dir:Path|str) -> tuple[Path, Path]:
     "Write the JSON and HTML of a run (and latest.*); return their paths."
     d = Path(report_dir); d.mkdir(parents=True, exist_ok=True)
-    js, page = json.dumps(payload, indent=1, default=str, ensure_ascii=False), render_report(payload)
+    js, page = json.dumps(payload, default=str, ensure_ascii=False) + "\n", render_report(payload)
     jp, hp = d/f"eval-{payload['stamp']}.json", d/f"eval-{payload['stamp']}.html"
     for p, text in ((jp, js), (hp, page), (d/"latest.json", js), (d/"latest.html", page)): p.write_text(text, encoding="utf-8")
     return jp, hp
