@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from keel.config import load_settings
 from keel.factory import build_context
-from keel.answer.engine import ScriptedLLM
+from keel.testing import ScriptedLLM
 from keel.answer.types import User
 from keel.evals.agent import load_tasks, run_agent_eval
 
