@@ -20,6 +20,7 @@ _DELEGATED = {
     "eval review": ("keel.evals.review", "cli_review", "evaluate a knowledge-base change against its git base"),
     "eval claims": ("keel.evals.claims", "cli_claims", "replay typed claims across git checkpoints"),
     "eval agent": ("keel.evals.agent", "cli", "run the agent golden tasks: task success, policy violations (gated), approvals"),
+    "eval robustness": ("keel.evals.robustness", "cli", "perturb the golden set (noise, missing evidence, counterfactuals, rewording, permissions, planted instructions, order) and gate"),
     "agent": ("keel.agent.cli", "cli_agent", 'carry out a task with tools: keel agent "task" --user U --tags a,b | keel agent resume RUN'),
     "approvals": ("keel.agent.cli", "cli_approvals", "review and decide pending write calls: list, show, approve, reject"),
 }

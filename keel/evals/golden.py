@@ -71,8 +71,8 @@ def load_golden(path:Path|str # the golden set YAML
     "Read and validate a golden set; any problem is an `InputError` naming the item and field."
     data = read_yaml(path, "golden set YAML file")
     if isinstance(data, dict):
-        extra = sorted(set(data) - {"items", "version", "description"})
-        if extra: raise InputError(f"{path}: unknown top-level key {extra[0]}", fix="use items, version, description")
+        extra = sorted(set(data) - {"items", "version", "description", "robustness"})   # robustness: read by keel.evals.robustness
+        if extra: raise InputError(f"{path}: unknown top-level key {extra[0]}", fix="use items, version, description, robustness")
         data = data.get("items")
     if not isinstance(data, list) or not data: raise InputError(f"{path}: no items", fix="write a list of items under `items:`")
     items, seen = [], set()
