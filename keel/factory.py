@@ -115,7 +115,8 @@ def embeddings_for(self:AppContext, settings:Settings):
 
 @patch
 def close(self:AppContext):
-    "Close the database connection; the context cannot be used afterwards."
+    "Stop the ingest parser process and close the database connection; the context cannot be used afterwards."
+    if "_ingestor" in self.__dict__: self.__dict__["_ingestor"].close()
     if self.con is not None: self.con.close(); self.con = None
 
 @patch

@@ -530,14 +530,16 @@ def _serve():
     "The parser process: answer each request on stdin with one JSON line on stdout, until stdin closes."
     import resource
     inp, out, sys.stdout = sys.stdin.buffer, sys.stdout.buffer, sys.stderr
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)   # a limit the operator set stays the ceiling
     while (head := inp.readline()):
         req = json.loads(head)
         raw, base = inp.read(req["n"]), _address_space()
         cap = base + req["limits"]["memory"] if base else None
-        if cap: resource.setrlimit(resource.RLIMIT_AS, (cap, resource.RLIM_INFINITY))
+        if cap and hard != resource.RLIM_INFINITY: cap = min(cap, hard)
+        if cap: resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
         try: ans = _answer(req, raw, cap)
         finally:
-            if cap: resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+            if cap: resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
         out.write(json.dumps(ans).encode() + b"\n"); out.flush()
 
 # %% ../../nbs/10_ingest_loaders.ipynb #06845359
