@@ -7,18 +7,20 @@ from __future__ import annotations
 import argparse, json, os, sys
 from pathlib import Path
 from .errors import KeelError, EXIT_OK, EXIT_FAILED, EXIT_INVALID, printable, one_line
+from .command import EXIT_CODES, print_error
 
 # %% auto #0
 __all__ = ['EXIT_CLOSED_PIPE', 'build_parser', 'main', 'cmd_models', 'cmd_status', 'cmd_ask', 'cmd_verify_ledger',
            'cmd_export_log', 'cmd_quarantine']
 
 # %% ../nbs/90_cli.ipynb #71389b3f
-_DELEGATED = {
+_DELEGATED = {   # command -> (module, its entry `f(argv, make_ctx) -> int`, help line)
     "ingest": ("keel.ingest.pipeline", "cli", "ingest documents: keel ingest PATH|MANIFEST [--title T] [--tags a,b]"),
     "eval run": ("keel.evals.run", "cli", "run the golden set through the answer engine and gate regressions"),
     "eval retrieval": ("keel.evals.retrieval", "cli", "ranked-retrieval benchmark with graded judgments"),
-    "eval review": ("keel.evals.review", "cli_review", "evaluate a knowledge-base change against its git base"),
-    "eval claims": ("keel.evals.claims", "cli_claims", "replay typed claims across git checkpoints"),
+    "eval review": ("keel.evals.review", "cli", "evaluate a knowledge-base change against its git base"),
+    "eval claims": ("keel.evals.claims", "cli", "replay typed claims across git checkpoints"),
+    "eval draft-golden": ("keel.evals.draft", "cli", "draft golden items from the ingested chunks with the deployment's model"),
     "eval agent": ("keel.evals.agent", "cli", "run the agent golden tasks: task success, policy violations (gated), approvals"),
     "eval robustness": ("keel.evals.robustness", "cli", "perturb the golden set (noise, missing evidence, counterfactuals, rewording, permissions, planted instructions, order) and gate"),
     "agent": ("keel.agent.cli", "cli_agent", 'carry out a task with tools: keel agent "task" --user U --tags a,b | keel agent resume RUN'),
@@ -27,8 +29,8 @@ _DELEGATED = {
 
 def build_parser() -> argparse.ArgumentParser:
     "The `keel` argument parser (subcommands only; delegated commands parse their own options)."
-    p = argparse.ArgumentParser(prog="keel", description="Keel: on-premise document question answering with citations, permissions, a ledger and evaluation.",
-                                epilog="exit codes: 0 ok, 1 check failed, 2 invalid input, 3 model unavailable, 4 air-gap refusal, 5 unreadable document")
+    p = argparse.ArgumentParser(prog="keel", epilog=EXIT_CODES,
+                                description="Keel: on-premise document question answering with citations, permissions, a ledger and evaluation.")
     p.add_argument("--data-dir", help="data directory (default: KEEL_DATA_DIR or .keel/data)")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.add_parser("status", help="data directory, models, counts, index freshness, ledger head")
@@ -40,7 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--tags", default=None, help="comma-separated access tags (default: anonymous public caller)")
     a.add_argument("--json-schema", type=Path, help="a JSON schema file: answer as JSON data valid against it")
     a.add_argument("--format", choices=["text", "json"], default="text")
-    sub.add_parser("verify-ledger", help="recompute the ledger's hash chain (exit 1 when broken)").add_argument("--head", help="a recorded head SEQ:HASH to detect truncation")
+    v = sub.add_parser("verify-ledger", help="recompute the ledger's hash chain (exit 1 when broken)")
+    v.add_argument("--head", help="a recorded head SEQ:HASH to detect truncation")
     e = sub.add_parser("export-log", help="export the ledger as JSONL")
     e.add_argument("out", type=Path)
     qa = sub.add_parser("quarantine", help="review and release chunks the injection screen quarantined")
@@ -52,8 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--reason", required=True, help="why the passage is safe")
     sub.add_parser("ingest", help=_DELEGATED["ingest"][2], add_help=False)
     for k in ("agent", "approvals"): sub.add_parser(k, help=_DELEGATED[k][2], add_help=False)
-    ev = sub.add_parser("eval", help="evaluation harness: run, retrieval, review, claims")
-    evs = ev.add_subparsers(dest="eval_command", metavar="EVAL_COMMAND")
+    p.eval_parser = sub.add_parser("eval", help="evaluation harness: run, retrieval, review, claims, draft-golden, agent")
+    evs = p.eval_parser.add_subparsers(dest="eval_command", metavar="EVAL_COMMAND")
     for k, (_, _, h) in _DELEGATED.items():
         if k.startswith("eval "): evs.add_parser(k.split()[1], help=h, add_help=False)
     return p
@@ -74,39 +77,42 @@ def _make_ctx(args):
     make.box = box
     return make
 
-def _route(key:str, rest:list[str]) -> str:
-    "`keel eval run` on a review dataset (`type: review`) is a change review."
-    if key == "eval run" and rest and not rest[0].startswith("-"):
-        from keel.evals.review import is_review_dataset
-        if is_review_dataset(rest[0]): return "eval review"
-    return key
+def _command(parser, argv:list[str]):
+    "(args, the command's key, its own arguments), or the exit code when the line was only help or a usage error."
+    try: args, rest = parser.parse_known_args(argv)
+    except SystemExit as e: return EXIT_OK if e.code in (0, None) else EXIT_INVALID
+    if not args.command: parser.print_help(); return EXIT_INVALID
+    if args.command == "eval" and not args.eval_command: parser.eval_parser.print_help(); return EXIT_INVALID
+    key = f"eval {args.eval_command}" if args.command == "eval" else args.command
+    if key not in _DELEGATED and rest:
+        parser.print_usage(sys.stderr); print(f"keel: error: unrecognised arguments: {one_line(' '.join(rest))}", file=sys.stderr)
+        return EXIT_INVALID
+    return args, key, rest
+
+def _run(key:str, args, rest:list[str], make) -> int:
+    "Run a parsed command: a delegated engine's entry point, or one of the commands below."
+    if key not in _DELEGATED: return int(_COMMANDS[key](args, make) or EXIT_OK)
+    import importlib
+    mod, fn, _ = _DELEGATED[key]
+    return int(getattr(importlib.import_module(mod), fn)(rest, make) or EXIT_OK)
 
 def main(argv:list[str]|None=None) -> int:
     "Entry point of the `keel` command; returns the exit code."
-    argv = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser()
-    args, rest = parser.parse_known_args(argv)
-    if not args.command: parser.print_help(); return EXIT_INVALID
-    key = f"eval {args.eval_command}" if args.command == "eval" and getattr(args, "eval_command", None) else args.command
-    if args.command == "eval" and key == "eval": parser.parse_args([*argv, "--help"])
-    if key not in _DELEGATED and rest: parser.error(f"unrecognised arguments: {' '.join(rest)}")
+    got = _command(build_parser(), sys.argv[1:] if argv is None else list(argv))
+    if isinstance(got, int): return got
+    args, key, rest = got
     make, out = _make_ctx(args), sys.stdout
     sys.stdout = _Printable(out)
-    try:
-        if key in _DELEGATED:
-            import importlib
-            mod, fn, _ = _DELEGATED[_route(key, rest)]
-            return int(getattr(importlib.import_module(mod), fn)(rest, make) or 0)
-        return int(_COMMANDS[key](args, make) or 0)
+    try: return _run(key, args, rest, make)
     except BrokenPipeError:
         sys.stdout = out; return _closed_pipe()
-    except KeelError as e:
-        print(f"keel: error: {one_line(e)}", file=sys.stderr); return e.exit_code
+    except KeelError as e: return print_error(e)
     except KeyboardInterrupt:
         print("keel: interrupted", file=sys.stderr); return 130
     except Exception as e:
         if os.environ.get("KEEL_DEBUG"): raise
-        print(f"keel: internal error: {type(e).__name__}: {one_line(e)} (set KEEL_DEBUG=1 for a traceback)", file=sys.stderr); return EXIT_FAILED
+        print(f"keel: internal error: {type(e).__name__}: {one_line(e)} (set KEEL_DEBUG=1 for a traceback)", file=sys.stderr)
+        return EXIT_FAILED
     finally:
         sys.stdout = out
         if "ctx" in make.box: make.box["ctx"].close()

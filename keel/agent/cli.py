@@ -6,6 +6,7 @@
 from __future__ import annotations
 import argparse, json, sys
 from ..errors import InputError, EXIT_OK, EXIT_FAILED
+from ..command import command_parser, run_command
 from ..answer.types import User
 from . import approvals as q
 
@@ -33,9 +34,9 @@ def _print_run(r, fmt:str) -> int:
 
 # %% ../../nbs/44_agent_cli.ipynb #11aed380
 def _agent_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="keel agent", description="Carry out a task with tools; writes wait for a person's approval.",
-                                epilog="keel agent resume RUN continues a run after a decision. exit codes: 0 answered or awaiting "
-                                       "approval, 1 step limit or failure, 2 invalid input, 3 model unavailable")
+    p = command_parser("keel agent", "Carry out a task with tools; writes wait for a person's approval.",
+                       epilog="keel agent resume RUN continues a run after a decision. exit codes: 0 answered or awaiting "
+                              "approval, 1 step limit or failure, 2 invalid input, 3 model unavailable")
     p.add_argument("task", help="the task, in words")
     p.add_argument("--user", default="cli", help="who asks (the requester of any write)")
     p.add_argument("--tags", default=None, help="comma-separated access tags (default: anonymous public caller)")
@@ -45,29 +46,30 @@ def _agent_parser() -> argparse.ArgumentParser:
     return p
 
 def _resume_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="keel agent resume", description="Continue an agent run after a person decided its pending call.")
+    p = command_parser("keel agent resume", "Continue an agent run after a person decided its pending call.")
     p.add_argument("run_id")
     p.add_argument("--format", choices=["text", "json"], default="text")
     return p
 
 def _tags(text:str|None): return None if text is None else [t.strip() for t in text.split(",") if t.strip()]
 
+def _agent(a, make_ctx) -> int:
+    loop = make_ctx().agent
+    loop.tool_mode = a.tool_mode
+    return _print_run(loop.run(a.task, User(a.user, _tags(a.tags)), max_steps=a.max_steps), a.format)
+
 def cli_agent(argv:list[str], # arguments after `keel agent`
               make_ctx # builds the AppContext on demand
              ) -> int:
     "`keel agent TASK ...` or `keel agent resume RUN`."
     if argv[:1] == ["resume"] and len(argv) > 1:
-        a = _resume_parser().parse_args(argv[1:])
-        return _print_run(make_ctx().agent.resume(a.run_id), a.format)
-    a = _agent_parser().parse_args(argv)
-    loop = make_ctx().agent
-    loop.tool_mode = a.tool_mode
-    return _print_run(loop.run(a.task, User(a.user, _tags(a.tags)), max_steps=a.max_steps), a.format)
+        return run_command(_resume_parser(), argv[1:], lambda a: _print_run(make_ctx().agent.resume(a.run_id), a.format))
+    return run_command(_agent_parser(), argv, lambda a: _agent(a, make_ctx))
 
 # %% ../../nbs/44_agent_cli.ipynb #bab3c6c8
 def _approvals_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="keel approvals", description="Review and decide the write calls agents are waiting on.",
-                                epilog="exit codes: 0 ok, 2 invalid input (unknown request, already decided or expired, bad --args)")
+    p = command_parser("keel approvals", "Review and decide the write calls agents are waiting on.",
+                       epilog="exit codes: 0 ok, 2 invalid input (unknown request, already decided or expired, bad --args)")
     sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     ls = sub.add_parser("list", help="approval requests, oldest first")
     ls.add_argument("--status", choices=q.STATES, default=None)
@@ -99,11 +101,7 @@ def _edited(text:str):
     if not isinstance(v, dict): raise InputError("--args must be a JSON object", fix='pass a JSON object, e.g. --args \'{"title": "..."}\'')
     return v
 
-def cli_approvals(argv:list[str], # arguments after `keel approvals`
-                  make_ctx # builds the AppContext on demand
-                 ) -> int:
-    "`keel approvals list|show|approve|reject`."
-    a = _approvals_parser().parse_args(argv)
+def _approvals(a, make_ctx) -> int:
     ctx = make_ctx(); con, led = ctx.con, ctx.ledger
     if a.action == "list":
         q.expire_overdue(con, led)
@@ -118,3 +116,9 @@ def cli_approvals(argv:list[str], # arguments after `keel approvals`
     print(format_approval(r))
     print(f"continue the run with: keel agent resume {r['run_id']}")
     return EXIT_OK
+
+def cli_approvals(argv:list[str], # arguments after `keel approvals`
+                  make_ctx # builds the AppContext on demand
+                 ) -> int:
+    "`keel approvals list|show|approve|reject`."
+    return run_command(_approvals_parser(), argv, lambda a: _approvals(a, make_ctx))

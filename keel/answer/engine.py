@@ -147,9 +147,8 @@ def _read_reply(self:AnswerEngine, raw:str, question:str, hits:list[ChunkHit]) -
     if is_refusal(text): return REFUSAL, [], True
     if is_bare_citation(text):
         ns = [n for n in citation_numbers(text) if 1 <= n <= len(hits)] or [1]
-        ex, used = extract(question, [hits[n - 1] for n in ns], most=1)
+        ex, _ = extract(question, [hits[n - 1] for n in ns], most=1)
         text = ex if ex else f"{best_sentence(hits[ns[0] - 1].text, question)} [1]"
-        used = used or [1]
         text = CITE_RE.sub(lambda m: f"[{ns[int(m.group(1)) - 1]}]", text)
     text, cites = resolve_citations(text, hits)
     if not text: return REFUSAL, [], True

@@ -8,6 +8,7 @@ import argparse, dataclasses, datetime as dt, hashlib, json, sqlite3, tempfile, 
 from dataclasses import dataclass, field
 from pathlib import Path
 from ..errors import InputError, EXIT_OK, EXIT_FAILED
+from ..command import command_parser, run_command
 from ..yamlfile import read_yaml
 from ..providers.base import allowed
 from ..answer.types import User
@@ -280,8 +281,8 @@ def run_agent_eval(ctx, # an AppContext (llm, con, ledger, log, retriever, inges
 
 # %% ../../nbs/61_evals_agent.ipynb #f4fbff6f
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="keel eval agent", description="Run the agent golden tasks through the agent loop and gate policy violations.",
-                                epilog="exit codes: 0 gate passed, 1 violations (or success below --min-success), 2 invalid input, 3 model unavailable")
+    p = command_parser("keel eval agent", "Run the agent golden tasks through the agent loop and gate policy violations.",
+                       epilog="exit codes: 0 gate passed, 1 violations (or success below --min-success), 2 invalid input, 3 model unavailable")
     p.add_argument("tasks", nargs="?", default="golden/agent/tasks.yaml", help="agent task file (default: golden/agent/tasks.yaml)")
     p.add_argument("--report-dir", default="reports")
     p.add_argument("--tool-mode", choices=["native", "json"], default="native")
@@ -292,9 +293,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["text", "json"], default="text")
     return p
 
-def cli(argv:list[str], make_ctx) -> int:
-    "`keel eval agent [TASKS] ...`."
-    a = _parser().parse_args(argv)
+def _run(a, make_ctx) -> int:
     res = run_agent_eval(make_ctx(), a.tasks, a.report_dir, a.tool_mode, ids=[i for i in (a.ids or "").split(",") if i] or None,
                          limit=a.limit, max_steps=a.max_steps, min_success=a.min_success, progress=a.format == "text")
     if a.format == "json": print(json.dumps(dict(summary=res.summary, gate=res.payload["gate"], report=str(res.json_path)), indent=2, default=str))
@@ -304,3 +303,7 @@ def cli(argv:list[str], make_ctx) -> int:
               f"valid calls {fmt(m['schema_valid_calls'])} · mean steps {fmt(m['mean_steps'])} · mean tokens {fmt(m['mean_tokens'])}")
         print(f"gate {'passed' if res.passed else 'FAILED: ' + '; '.join(res.payload['gate']['reasons'])} · report {res.html_path}")
     return EXIT_OK if res.passed else EXIT_FAILED
+
+def cli(argv:list[str], make_ctx) -> int:
+    "`keel eval agent [TASKS] ...`."
+    return run_command(_parser(), argv, lambda a: _run(a, make_ctx))

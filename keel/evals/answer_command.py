@@ -102,7 +102,8 @@ def _strings(v, where:str) -> list[str]:
 def _parse_answer(a, i:int, locators:dict[str, set]) -> CommandAnswer:
     _check_keys(a, f"answers[{i}]", {"id", "decision", "answer", "claims"}, {"refusal_reasons"})
     cid = a["id"]
-    if not isinstance(cid, str) or cid not in locators: _bad(f"answers[{i}] has id {cid!r}, which is not a case of the request")
+    if not isinstance(cid, str) or cid not in locators:
+        _bad(f"answers[{i}] has id {cid!r}, which is not a case of the request")
     if a["decision"] not in DECISIONS: _bad(f"case {cid}: decision must be answer or abstain, got {a['decision']!r}")
     if not isinstance(a["answer"], str): _bad(f"case {cid}: answer must be a string")
     if not isinstance(a["claims"], list): _bad(f"case {cid}: claims must be a list")
@@ -111,7 +112,8 @@ def _parse_answer(a, i:int, locators:dict[str, set]) -> CommandAnswer:
         _check_keys(c, f"case {cid} claims[{j}]", {"text", "citations"})
         if not isinstance(c["text"], str): _bad(f"case {cid} claims[{j}].text must be a string")
         cits = _strings(c["citations"], f"case {cid} claims[{j}].citations")
-        claims.append(Claim(c["text"], [x for x in cits if x in locators[cid]], [x for x in cits if x not in locators[cid]]))
+        claims.append(Claim(c["text"], [x for x in cits if x in locators[cid]],
+                            [x for x in cits if x not in locators[cid]]))
     reasons = _strings(a.get("refusal_reasons", []), f"case {cid}: refusal_reasons")
     return CommandAnswer(cid, a["decision"], a["answer"], claims, reasons)
 
@@ -121,7 +123,8 @@ def parse_response(resp, # the decoded JSON the command printed
                   ) -> dict[str, CommandAnswer]:
     "Validate a response against its request; answers by case id, citations checked against each case's locators."
     _check_keys(resp, "the response", {"schema_version", "answers"})
-    if resp["schema_version"] != SCHEMA_VERSION: _bad(f"schema_version is {resp['schema_version']!r}, expected {SCHEMA_VERSION}")
+    if resp["schema_version"] != SCHEMA_VERSION:
+        _bad(f"schema_version is {resp['schema_version']!r}, expected {SCHEMA_VERSION}")
     if not isinstance(resp["answers"], list): _bad("answers must be a list")
     locators = {c["id"]: {s["locator"] for s in c["sources"]} for c in request["cases"]}
     out = {}
@@ -151,9 +154,12 @@ def run_command(argv:Sequence[str], # the program and its arguments
                ):
     "Run `argv` without a shell, send `payload` as JSON, return the JSON it prints."
     argv = [os.fspath(a) for a in argv]
-    if not argv: raise InputError("answer command is empty", fix="give a program, e.g. --answer-command python examples/answer_command.py")
+    if not argv:
+        raise InputError("answer command is empty",
+                         fix="give a program, e.g. --answer-command python examples/answer_command.py")
     try: proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    except OSError as e: _bad(f"cannot start {argv[0]!r}: {e.strerror or e}", fix="check the program path and that it is executable")
+    except OSError as e:
+        _bad(f"cannot start {argv[0]!r}: {e.strerror or e}", fix="check the program path and that it is executable")
     out, err, over = bytearray(), bytearray(), threading.Event()
     threads = [threading.Thread(target=_feed, args=(proc.stdin, json.dumps(payload).encode()), daemon=True),
                threading.Thread(target=_drain, args=(proc.stdout, out, max_output, over, proc), daemon=True),
@@ -162,16 +168,20 @@ def run_command(argv:Sequence[str], # the program and its arguments
     try: rc = proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         proc.kill(); proc.wait()
-        _bad(f"{argv[0]} did not finish within {timeout:g} s and was stopped", fix="make it faster or raise the timeout (--answer-timeout)")
+        _bad(f"{argv[0]} did not finish within {timeout:g} s and was stopped",
+             fix="make it faster or raise the timeout (--answer-timeout)")
     finally:
         for t in threads: t.join(timeout=5)
-    if over.is_set(): _bad(f"{argv[0]} wrote more than {max_output:,} bytes to stdout", fix="print only the JSON response")
+    if over.is_set():
+        _bad(f"{argv[0]} wrote more than {max_output:,} bytes to stdout", fix="print only the JSON response")
     if rc != 0:
         tail = err.decode("utf-8", "replace").strip()[-500:]
-        _bad(f"{argv[0]} exited with status {rc}" + (f": {tail}" if tail else ""), fix="run the command by hand with the request on stdin")
+        _bad(f"{argv[0]} exited with status {rc}" + (f": {tail}" if tail else ""),
+             fix="run the command by hand with the request on stdin")
     try: return json.loads(out.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        _bad(f"{argv[0]} did not print valid JSON ({e}); output starts {out[:80].decode('utf-8','replace')!r}", fix="print exactly one JSON object on stdout")
+        _bad(f"{argv[0]} did not print valid JSON ({e}); output starts {out[:80].decode('utf-8','replace')!r}",
+             fix="print exactly one JSON object on stdout")
 
 # %% ../../nbs/60_evals_answer_command.ipynb #f480f12f
 def answer_with_command(argv:Sequence[str], # the program and its arguments

@@ -9,16 +9,16 @@ from dataclasses import dataclass, field, asdict
 from pathlib import Path
 from typing import Callable, Sequence
 from fastcore.basics import patch
-from ..errors import KeelError, InputError, DocumentError, EXIT_OK, EXIT_FAILED, EXIT_INVALID
-from ..yamlfile import read_yaml
-from .core import norm, invalid
+from ..errors import KeelError, InputError, DocumentError, EXIT_OK, EXIT_FAILED
+from ..command import command_parser, run_command
+from .core import norm, invalid, read_dataset
 from .answer_command import SCHEMA_VERSION, text_digest
 from .review import git, locate, resolve_commit
 
 # %% auto #0
 __all__ = ['STATES', 'STATUSES', 'LIMITS', 'Evidence', 'Expectation', 'ClaimSpec', 'ClaimsDataset', 'load_claims', 'section_text',
            'CommitReader', 'check_evidence', 'observe', 'Step', 'ClaimReplay', 'replay_claim', 'ClaimsResult',
-           'replay_claims', 'claims_parser', 'cli_claims']
+           'replay_claims', 'claims_parser', 'cli']
 
 # %% ../../nbs/59_evals_claims.ipynb #2cf25e3b
 STATES = ("supported", "refuted", "unverified")
@@ -34,7 +34,8 @@ class Evidence:
 
     def label(self) -> str:
         where = self.path + (f"#{self.section}" if self.section else "")
-        return " and ".join(f"{where} {k} {v!r}" for k, v in (("contains", self.contains), ("excludes", self.excludes)) if v)
+        return " and ".join(f"{where} {k} {v!r}" for k, v in (("contains", self.contains),
+                                                              ("excludes", self.excludes)) if v)
 
 @dataclass
 class Expectation:
@@ -66,12 +67,14 @@ def _evidence(raw, where:str) -> list[Evidence]:
     for i, e in enumerate(raw):
         w = f"{where} evidence[{i}]"
         if not isinstance(e, dict): invalid(w, "must be a mapping")
-        if extra := sorted(set(e) - {"path", "contains", "excludes", "section"}): invalid(w, f"unknown field {extra[0]}")
+        if extra := sorted(set(e) - {"path", "contains", "excludes", "section"}):
+            invalid(w, f"unknown field {extra[0]}")
         for k in e:
             if not isinstance(e[k], str) or not e[k].strip(): invalid(w, f"field {k} must be a non-empty string")
         if "path" not in e: invalid(w, "field path is missing")
         if not ({"contains", "excludes"} & set(e)): invalid(w, "needs contains or excludes")
-        out.append(Evidence(e["path"].strip().removeprefix("./"), e.get("contains"), e.get("excludes"), e.get("section")))
+        out.append(Evidence(e["path"].strip().removeprefix("./"), e.get("contains"), e.get("excludes"),
+                            e.get("section")))
     return out
 
 # %% ../../nbs/59_evals_claims.ipynb #8c7c2ab4
@@ -80,8 +83,10 @@ def _claim(raw, i:int, checkpoints:list[str]) -> ClaimSpec:
     cid = raw.get("id")
     if not isinstance(cid, str) or not cid.strip(): invalid(f"claims[{i}]", "field id is missing")
     w = f"claim {cid}"
-    if extra := sorted(set(raw) - {"id", "type", "text", "evidence", "checkpoints", "notes"}): invalid(w, f"unknown field {extra[0]}")
-    if not isinstance(raw.get("type"), str) or not re.fullmatch(r"[a-z][a-z0-9_-]*", raw["type"]): invalid(w, "field type must be a short lowercase word such as fact, number, date")
+    if extra := sorted(set(raw) - {"id", "type", "text", "evidence", "checkpoints", "notes"}):
+        invalid(w, f"unknown field {extra[0]}")
+    if not isinstance(raw.get("type"), str) or not re.fullmatch(r"[a-z][a-z0-9_-]*", raw["type"]):
+        invalid(w, "field type must be a short lowercase word such as fact, number, date")
     if not isinstance(raw.get("text"), str) or not raw["text"].strip(): invalid(w, "field text is missing")
     default = _evidence(raw.get("evidence", []), w)
     cps = raw.get("checkpoints")
@@ -89,28 +94,27 @@ def _claim(raw, i:int, checkpoints:list[str]) -> ClaimSpec:
     expect = {}
     for ref, v in cps.items():
         ref = str(ref)
-        if ref not in checkpoints: invalid(w, f"checkpoint {ref!r} is not in the dataset's checkpoints ({', '.join(checkpoints)})")
+        if ref not in checkpoints:
+            invalid(w, f"checkpoint {ref!r} is not in the dataset's checkpoints ({', '.join(checkpoints)})")
         if isinstance(v, str): v = {"expect": v}
-        if not isinstance(v, dict) or set(v) - {"expect", "evidence"}: invalid(f"{w} at {ref}", "must be a state or {expect, evidence}")
-        if v.get("expect") not in STATES: invalid(f"{w} at {ref}", f"expect must be one of {', '.join(STATES)}, got {v.get('expect')!r}")
+        if not isinstance(v, dict) or set(v) - {"expect", "evidence"}:
+            invalid(f"{w} at {ref}", "must be a state or {expect, evidence}")
+        if v.get("expect") not in STATES:
+            invalid(f"{w} at {ref}", f"expect must be one of {', '.join(STATES)}, got {v.get('expect')!r}")
         ev = _evidence(v["evidence"], f"{w} at {ref}") if "evidence" in v else default
-        if not ev and v["expect"] != "unverified": invalid(f"{w} at {ref}", "has no evidence", fix="add evidence to the claim or to this checkpoint")
+        if not ev and v["expect"] != "unverified":
+            invalid(f"{w} at {ref}", "has no evidence", fix="add evidence to the claim or to this checkpoint")
         expect[ref] = Expectation(v["expect"], ev)
     return ClaimSpec(cid, raw["type"], raw["text"].strip(), expect)
 
 # %% ../../nbs/59_evals_claims.ipynb #370fd4b4
 def load_claims(path:Path|str) -> ClaimsDataset: # a claims dataset YAML file
     "Read and strictly validate a claims dataset; errors name the claim and the field."
-    path = Path(path)
-    if not path.is_file(): raise InputError(f"{path} does not exist", fix="pass the path of a claims dataset YAML file")
-    raw = read_yaml(path)
-    if not isinstance(raw, dict): invalid(path, "a claims dataset is a mapping with type, version, id, checkpoints and claims")
-    if raw.get("type") != "claims": invalid(path, f"type must be claims, got {raw.get('type')!r}", fix="add `type: claims`")
-    if raw.get("version") != 1: invalid(path, f"version must be 1, got {raw.get('version')!r}", fix="add `version: 1`")
-    if extra := sorted(set(raw) - {"type", "version", "id", "description", "checkpoints", "claims"}): invalid(path, f"unknown field {extra[0]}")
-    if not isinstance(raw.get("id"), str) or not raw["id"].strip(): invalid(path, "field id is missing")
+    path, raw = Path(path), read_dataset(path, "claims",
+                                         {"type", "version", "id", "description", "checkpoints", "claims"})
     cps = raw.get("checkpoints")
-    if not isinstance(cps, list) or not cps or len(set(map(str, cps))) != len(cps): invalid(path, "checkpoints must be a non-empty list of distinct git revisions, oldest first")
+    if not isinstance(cps, list) or not cps or len(set(map(str, cps))) != len(cps):
+        invalid(path, "checkpoints must be a non-empty list of distinct git revisions, oldest first")
     cps = [str(c) for c in cps]
     if not isinstance(raw.get("claims"), list) or not raw["claims"]: invalid(path, "claims must be a non-empty list")
     claims = [_claim(c, i, cps) for i, c in enumerate(raw["claims"])]
@@ -133,7 +137,8 @@ def section_text(text:str, section:str) -> str|None:
 # %% ../../nbs/59_evals_claims.ipynb #5c0acd73
 class CommitReader:
     "Documents of one folder as they are at one commit, as text, cached."
-    def __init__(self, root:Path, prefix:str, commit:str): self.root, self.prefix, self.commit, self._cache = root, prefix, commit, {}
+    def __init__(self, root:Path,
+                 prefix:str, commit:str): self.root, self.prefix, self.commit, self._cache = root, prefix, commit, {}
 
     def text(self, path:str) -> str|None:
         "The document at `path` (relative to the folder) as text, or None when it does not exist at this commit."
@@ -201,7 +206,8 @@ def replay_claim(claim:ClaimSpec, readers:dict[str, CommitReader]) -> ClaimRepla
         exp = claim.expect.get(ref)
         if exp is None: steps.append(Step(ref, reader.commit, None, "unverified", "unverified")); continue
         obs, res = observe(reader, exp.evidence)
-        status = {"supported": "supported", "unverified": "unverified"}.get(obs) or ("stale" if ever else "hallucinated")
+        status = {"supported": "supported",
+                  "unverified": "unverified"}.get(obs) or ("stale" if ever else "hallucinated")
         ever |= obs == "supported"
         steps.append(Step(ref, reader.commit, exp.state, obs, status, res))
     return ClaimReplay(claim, steps)
@@ -269,31 +275,33 @@ def to_markdown(self:ClaimsResult) -> str:
 @patch
 def write(self:ClaimsResult, json_path=None, markdown_path=None):
     "Write the JSON and/or Markdown report."
-    for p, text in ((json_path, lambda: json.dumps(self.to_dict(), indent=2, ensure_ascii=False)), (markdown_path, self.to_markdown)):
+    for p, text in ((json_path, lambda: json.dumps(self.to_dict(), indent=2, ensure_ascii=False)),
+                    (markdown_path, self.to_markdown)):
         if p: p = Path(p); p.parent.mkdir(parents=True, exist_ok=True); p.write_text(text(), encoding="utf-8")
 
 # %% ../../nbs/59_evals_claims.ipynb #bf759f72
-def claims_parser(prog:str="keel eval claims") -> argparse.ArgumentParser:
+def claims_parser() -> argparse.ArgumentParser:
     "The arguments of `keel eval claims`."
-    p = argparse.ArgumentParser(prog=prog, description="Replay typed claims across git checkpoints from evidence alone.")
+    p = command_parser("keel eval claims", "Replay typed claims across git checkpoints from evidence alone.",
+                       epilog="exit codes: 0 every gate holds, 1 one fails, 2 invalid input")
     p.add_argument("dataset", type=Path, help="claims dataset (type: claims)")
     p.add_argument("target", type=Path, help="folder the evidence paths are relative to, inside a git repository")
-    for k in LIMITS: p.add_argument(f"--max-{k}", type=int, default=0, metavar="N", help=f"most {k} claims allowed at the last checkpoint (default 0)")
+    for k in LIMITS:
+        p.add_argument(f"--max-{k}", type=int, default=0, metavar="N",
+                       help=f"most {k} claims allowed at the last checkpoint (default 0)")
     p.add_argument("--json", type=Path, help="write the JSON report here")
     p.add_argument("--markdown", type=Path, help="write the Markdown report here")
     return p
 
-def cli_claims(argv:Sequence[str], # the arguments after `keel eval claims`
-               make_ctx:Callable|None=None, # unused: claim replay needs no context
-              ) -> int:
+def _replay(a) -> int:
+    if min(a.max_stale, a.max_hallucinated, a.max_unverified) < 0: raise InputError("--max-* limits must be 0 or more")
+    res = replay_claims(a.dataset, a.target, a.max_stale, a.max_hallucinated, a.max_unverified)
+    res.write(a.json, a.markdown)
+    print(res.to_markdown())
+    return res.exit_code
+
+def cli(argv:Sequence[str], # the arguments after `keel eval claims`
+        make_ctx:Callable|None=None, # never called: claim replay needs no model and no data directory
+       ) -> int:
     "`keel eval claims`: exit 0 when the gates hold, 1 when one fails, 2 on invalid input."
-    try:
-        try: a = claims_parser().parse_args(list(argv))
-        except SystemExit as e: return EXIT_OK if e.code == 0 else EXIT_INVALID
-        if min(a.max_stale, a.max_hallucinated, a.max_unverified) < 0: raise InputError("--max-* limits must be 0 or more")
-        res = replay_claims(a.dataset, a.target, a.max_stale, a.max_hallucinated, a.max_unverified)
-        res.write(a.json, a.markdown)
-        print(res.to_markdown())
-        return res.exit_code
-    except KeelError as e:
-        print(f"keel: error: {e}", file=sys.stderr); return e.exit_code
+    return run_command(claims_parser(), argv, _replay)

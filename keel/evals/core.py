@@ -6,12 +6,14 @@
 from __future__ import annotations
 import dataclasses, hashlib, json, math, re, statistics
 from dataclasses import dataclass
+from pathlib import Path
 from ..errors import InputError
+from ..yamlfile import read_yaml
 
 # %% auto #0
 __all__ = ['RATES', 'COUNTS', 'COSTS', 'DEFAULT_THRESHOLDS', 'norm', 'heading_levels', 'document_matches', 'heading_matches',
            'SourceRef', 'source_ref', 'mean', 'percentile', 'mean_by_key', 'invalid', 'check_keys', 'text_value',
-           'int_value', 'number_value', 'text_list', 'metric_kind', 'item_value', 'settings_digest']
+           'int_value', 'number_value', 'text_list', 'read_dataset', 'metric_kind', 'item_value', 'settings_digest']
 
 # %% ../../nbs/49_evals_core.ipynb #13a56485
 def norm(s) -> str:
@@ -107,7 +109,8 @@ def check_keys(d, # the mapping to check
                where:str):
     "A mapping with only `known` keys and every `required` one; returns it."
     if not isinstance(d, dict): invalid(where, f"expected a mapping, got {type(d).__name__}")
-    if extra := sorted(set(d) - set(known)): invalid(where, f"unknown field {extra[0]!r}", f"use only {', '.join(sorted(known))}")
+    if extra := sorted(set(d) - set(known)):
+        invalid(where, f"unknown field {extra[0]!r}", f"use only {', '.join(sorted(known))}")
     if missing := [k for k in required if d.get(k) in (None, "", [])]: invalid(where, f"missing field {missing[0]!r}")
     return d
 
@@ -138,12 +141,32 @@ def text_list(v, where:str, nonempty:bool=True) -> list[str]:
     if nonempty and not v: invalid(where, "expected at least one entry")
     return [str(s).strip() for s in v]
 
+# %% ../../nbs/49_evals_core.ipynb #472af1c7
+def read_dataset(path:Path|str, # a dataset YAML file
+                 kind:str, # the `type:` it must declare, e.g. `review`
+                 known) -> dict: # every top-level field the kind allows
+    "A versioned dataset file as a mapping whose type, version, id and top-level fields are checked."
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path} does not exist", fix=f"pass the path of a {kind} dataset YAML file")
+    raw = read_yaml(path, f"{kind} dataset YAML file")
+    if not isinstance(raw, dict): invalid(path, f"a {kind} dataset is a mapping with type, version and id")
+    if raw.get("type") != kind:
+        invalid(path, f"type must be {kind}, got {raw.get('type')!r}", fix=f"add `type: {kind}`")
+    if raw.get("version") != 1: invalid(path, f"version must be 1, got {raw.get('version')!r}", fix="add `version: 1`")
+    if extra := sorted(set(raw) - set(known)):
+        invalid(path, f"unknown field {extra[0]}", f"use only {', '.join(sorted(known))}")
+    if not isinstance(raw.get("id"), str) or not raw["id"].strip():
+        invalid(path, "field id is missing", "give the dataset an id")
+    return raw
+
 # %% ../../nbs/49_evals_core.ipynb #58bc844f
 RATES = ("hit_at_1", "hit_at_3", "hit_at_5", "mrr", "context_precision", "context_recall", "refusal_correct",
          "must_include", "must_not_include", "citation_valid", "groundedness", "relevance", "correctness")
 COUNTS = ("false_refusals", "false_answers", "leaks", "judge_unscored", "errors")
 COSTS = ("latency_p50_ms", "latency_p95_ms", "prompt_tokens", "output_tokens")
-DEFAULT_THRESHOLDS = {"hit_at_3": 0.05, "groundedness": 0.05, "refusal_correct": 0.05, "must_not_include": 0.0, "leaks": 0}
+DEFAULT_THRESHOLDS = {"hit_at_3": 0.05, "groundedness": 0.05, "refusal_correct": 0.05,
+                      "must_not_include": 0.0, "leaks": 0}
 
 def metric_kind(name:str) -> str:
     "`rate`, `count` or `cost`; an unknown name is an `InputError`."

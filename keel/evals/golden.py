@@ -40,46 +40,66 @@ def parse_item(raw:dict, # one mapping from the YAML
                index:int   # its position, named when it has no id
               ) -> GoldenItem:
     "Validate one golden item, raising `InputError` that names its id and the field."
-    if not isinstance(raw, dict): raise InputError(f"item #{index + 1} is not a mapping", fix="write each item as `- id: ...` with fields")
+    if not isinstance(raw, dict):
+        raise InputError(f"item #{index + 1} is not a mapping", fix="write each item as `- id: ...` with fields")
     iid = str(raw.get("id") or "").strip()
     if not iid: raise InputError(f"item #{index + 1}: field id is missing or empty", fix="give every item a unique id")
     unknown = sorted(set(raw) - set(FIELDS))
     if unknown: raise InputError(f"item {iid}: unknown field {unknown[0]}", fix=f"use only: {', '.join(FIELDS)}")
     q = raw.get("question")
-    if not isinstance(q, str) or not q.strip(): raise InputError(f"item {iid}: field question is empty", fix=f"write the question of item {iid}")
+    if not isinstance(q, str) or not q.strip():
+        raise InputError(f"item {iid}: field question is empty", fix=f"write the question of item {iid}")
     ans = raw.get("expected_answer")
-    if not isinstance(ans, str) or not ans.strip(): raise InputError(f"item {iid}: field expected_answer is empty", fix="write the reference answer (for a refusal item, why it must refuse)")
+    if not isinstance(ans, str) or not ans.strip():
+        raise InputError(f"item {iid}: field expected_answer is empty",
+                         fix="write the reference answer (for a refusal item, why it must refuse)")
     tags = tuple(text_list(raw.get("user_tags"), f"item {iid}: field user_tags"))
     refusal = raw.get("expect_refusal", False)
-    if not isinstance(refusal, bool): raise InputError(f"item {iid}: field expect_refusal must be true or false", fix="write true or false")
+    if not isinstance(refusal, bool):
+        raise InputError(f"item {iid}: field expect_refusal must be true or false", fix="write true or false")
     srcs = raw.get("expected_sources") or []
     if not isinstance(srcs, list): srcs = [srcs]
     srcs = tuple(source_ref(s, f"item {iid}: field expected_sources") for s in srcs)
     inc, exc = (tuple(text_list(raw.get(k), f"item {iid}: field {k}", nonempty=False)) for k in ("must_include", "must_not_include"))
-    if not refusal and not srcs: raise InputError(f"item {iid}: field expected_sources is empty for an item that expects an answer", fix="name the document(s) the answer comes from, or set expect_refusal: true")
-    if refusal and inc: raise InputError(f"item {iid}: field must_include is set on a refusal item", fix="a refusal contains no facts: move the strings to must_not_include or drop them")
+    if not refusal and not srcs:
+        raise InputError(f"item {iid}: field expected_sources is empty for an item that expects an answer",
+                         fix="name the document(s) the answer comes from, or set expect_refusal: true")
+    if refusal and inc:
+        raise InputError(f"item {iid}: field must_include is set on a refusal item",
+                         fix="a refusal contains no facts: move the strings to must_not_include or drop them")
     both = sorted({s.lower() for s in inc} & {s.lower() for s in exc})
-    if both: raise InputError(f"item {iid}: field must_not_include repeats {both[0]!r} from must_include", fix="a string cannot be both required and forbidden")
+    if both:
+        raise InputError(f"item {iid}: field must_not_include repeats {both[0]!r} from must_include",
+                         fix="a string cannot be both required and forbidden")
     split = raw.get("split", "tune")
-    if split not in SPLITS: raise InputError(f"item {iid}: field split is {split!r}", fix=f"use one of: {', '.join(SPLITS)}")
+    if split not in SPLITS:
+        raise InputError(f"item {iid}: field split is {split!r}", fix=f"use one of: {', '.join(SPLITS)}")
     cat = str(raw.get("category") or "general").strip()
     return GoldenItem(iid, q.strip(), tags, ans.strip(), srcs, inc, exc, refusal, cat, split)
 
 # %% ../../nbs/53_evals_golden.ipynb #8140d93f
+_COMMANDS = dict(review="review", retrieval="retrieval", claims="claims")
+
 def load_golden(path:Path|str # the golden set YAML
                ) -> list[GoldenItem]:
     "Read and validate a golden set; any problem is an `InputError` naming the item and field."
     data = read_yaml(path, "golden set YAML file")
+    if isinstance(data, dict) and data.get("type") in _COMMANDS:
+        kind = data["type"]
+        raise InputError(f"{path} is a {kind} dataset, not a golden set",
+                         fix=f"run it with `keel eval {_COMMANDS[kind]} {path}`")
     if isinstance(data, dict):
         extra = sorted(set(data) - {"items", "version", "description", "robustness"})   # robustness: read by keel.evals.robustness
         if extra: raise InputError(f"{path}: unknown top-level key {extra[0]}", fix="use items, version, description, robustness")
         data = data.get("items")
-    if not isinstance(data, list) or not data: raise InputError(f"{path}: no items", fix="write a list of items under `items:`")
+    if not isinstance(data, list) or not data:
+        raise InputError(f"{path}: no items", fix="write a list of items under `items:`")
     items, seen = [], set()
     for i, raw in enumerate(data):
         try: it = parse_item(raw, i)
         except InputError as e: raise InputError(f"{path}: {e.message}", fix=e.fix) from None
-        if it.id in seen: raise InputError(f"{path}: item {it.id}: field id is a duplicate", fix="give every item a unique id")
+        if it.id in seen:
+            raise InputError(f"{path}: item {it.id}: field id is a duplicate", fix="give every item a unique id")
         seen.add(it.id); items.append(it)
     return items
 

@@ -77,7 +77,8 @@ Give three scores, each a number from 0 to 1 (use values in between for partial 
 - correctness: 1 if the answer agrees with the reference answer, 0 if it contradicts it or misses its key fact.
 Before each score write a one-line reason. Reply with one JSON object only, with the keys groundedness_reason, groundedness, relevance_reason, relevance, correctness_reason, correctness."""
 
-def _neutral(s:str) -> str: return re.sub(r"</?\s*material\s*>", lambda m: m[0].replace("<", "&lt;").replace(">", "&gt;"), str(s), flags=re.I)
+def _neutral(s:str) -> str: return re.sub(r"</?\s*material\s*>",
+                                          lambda m: m[0].replace("<", "&lt;").replace(">", "&gt;"), str(s), flags=re.I)
 
 def material(question:str, answer:str, contexts:list[str], reference:str, max_chars:int=1200) -> str:
     "The `<material>` block the judge grades, each passage cut to `max_chars`."
@@ -125,7 +126,8 @@ def score(self:Judge, question:str, answer_text:str, contexts:list[str], referen
     mat, raw, nudge, why = material(question, answer_text, contexts, reference), [], None, ""
     for attempt in range(2):
         try: reply = self._call(mat, nudge)
-        except Exception as e: return JudgeVerdict(raw=raw, error=f"judge call failed: {type(e).__name__}: {e}"[:300], judge=self.name)
+        except Exception as e:
+            return JudgeVerdict(raw=raw, error=f"judge call failed: {type(e).__name__}: {e}"[:300], judge=self.name)
         raw.append(reply)
         try: scores, reasons = parse_verdict(reply)
         except ValueError as e:
@@ -146,7 +148,9 @@ def combine_verdicts(verdicts:list[JudgeVerdict]) -> JudgeVerdict:
     "Average the scored verdicts per metric, keeping every raw reply; unscored only if all are."
     ok = [v for v in verdicts if v.scored]
     raw = [{"judge": v.judge, "raw": v.raw, "error": v.error} for v in verdicts]
-    if not ok: return JudgeVerdict(raw=raw, error="; ".join(f"{v.judge}: {v.error}" for v in verdicts), judge="+".join(v.judge for v in verdicts))
+    if not ok:
+        return JudgeVerdict(raw=raw, error="; ".join(f"{v.judge}: {v.error}" for v in verdicts),
+                            judge="+".join(v.judge for v in verdicts))
     means = {m: statistics.fmean(getattr(v, m) for v in ok) for m in METRICS}
     reasons = {m: " | ".join(f"{v.judge}: {v.reasons.get(m, '')}" for v in ok) if len(ok) > 1 else ok[0].reasons.get(m, "") for m in METRICS}
     return JudgeVerdict(**means, reasons=reasons, raw=raw, judge="+".join(v.judge for v in ok))
@@ -160,8 +164,10 @@ def second_judge(settings, # Settings with judge_endpoint / judge_model
     if not ep: return None, "no second judge configured (KEEL_JUDGE_ENDPOINT is empty)"
     if not endpoint_permitted(ep, settings.airgap, tuple(settings.airgap_allow)):
         return None, f"second judge at {ep} skipped: the air-gap allows only loopback and allow-listed hosts"
-    if llm_factory is None: return None, f"second judge at {ep} skipped: no way to build an endpoint client was provided"
-    return Judge(llm_factory(ep, settings.judge_model), name=f"{settings.judge_model or 'judge'}@{urlparse(ep).hostname}"), f"second judge at {ep} averaged in"
+    if llm_factory is None:
+        return None, f"second judge at {ep} skipped: no way to build an endpoint client was provided"
+    return Judge(llm_factory(ep, settings.judge_model),
+                 name=f"{settings.judge_model or 'judge'}@{urlparse(ep).hostname}"), f"second judge at {ep} averaged in"
 
 # %% ../../nbs/54_evals_judge.ipynb #dc5f5d1d
 LABEL_FIELDS = ("id", "kind", "question", "answer", "contexts", "reference", "human", "note")
@@ -170,7 +176,8 @@ def load_judge_labels(path:Path|str) -> list[dict]:
     "Read human-labelled judge items; errors name the item and field."
     data = read_yaml(path, "judge labels YAML file")
     data = data.get("labels") if isinstance(data, dict) else data
-    if not isinstance(data, list) or not data: raise InputError(f"{path}: no labels", fix="write a list under `labels:`")
+    if not isinstance(data, list) or not data:
+        raise InputError(f"{path}: no labels", fix="write a list under `labels:`")
     out, seen = [], set()
     for i, r in enumerate(data):
         iid = str((r or {}).get("id") or f"#{i + 1}") if isinstance(r, dict) else f"#{i + 1}"
@@ -182,7 +189,8 @@ def load_judge_labels(path:Path|str) -> list[dict]:
             if not isinstance(r.get(f), str) or not r[f].strip(): bad(f, "is empty")
         if not isinstance(r.get("contexts"), list): bad("contexts", "must be a list of passages")
         h = r.get("human")
-        if not isinstance(h, dict) or set(h) != set(METRICS) or any(h[m] not in (0, 1) for m in METRICS): bad("human", "must give 0 or 1 for each of " + ", ".join(METRICS))
+        if not isinstance(h, dict) or set(h) != set(METRICS) or any(h[m] not in (0, 1) for m in METRICS):
+            bad("human", "must give 0 or 1 for each of " + ", ".join(METRICS))
         seen.add(iid); out.append({**r, "id": iid, "kind": r.get("kind", "clear")})
     return out
 
@@ -202,7 +210,8 @@ def judge_agreement(judge:Judge, labels:list[dict], runs:int=1, progress:bool=Fa
     it = labels
     if progress:
         from tqdm.auto import tqdm; it = tqdm(labels, desc="judge agreement")
-    verdicts = [[judge.score(l["question"], l["answer"], l["contexts"], l["reference"]) for _ in range(runs)] for l in it]
+    verdicts = [[judge.score(l["question"], l["answer"], l["contexts"],
+                             l["reference"]) for _ in range(runs)] for l in it]
     out = {"judge": judge.name, "n": len(labels), "runs": runs, "metrics": {}, "unscored": sum(not vs[0].scored for vs in verdicts),
            "items": [{"id": l["id"], "kind": l["kind"], "human": l["human"], "judge": [v.to_dict() for v in vs]} for l, vs in zip(labels, verdicts)]}
     for m in METRICS:

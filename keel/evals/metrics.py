@@ -72,7 +72,8 @@ def query_measures(ranked:list[str], # document ids, best first
     for k in cutoffs:
         ik = _dcg(ideal, k)
         m[f"ndcg_cut_{k}"] = _dcg(gains, k) / ik if ik else 0.0
-        m[f"map_cut_{k}"] = sum(p for p, i in zip(prec_at_hits, [i for i, h in enumerate(hits) if h]) if i < k) / R if R else 0.0
+        m[f"map_cut_{k}"] = sum(p for p, i in zip(prec_at_hits,
+                                                  [i for i, h in enumerate(hits) if h]) if i < k) / R if R else 0.0
     for k in success: m[f"success_{k}"] = float(any(hits[:k]))
     return m
 

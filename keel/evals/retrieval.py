@@ -4,10 +4,11 @@
 
 # %% ../../nbs/51_evals_retrieval.ipynb #96c26ffe
 from __future__ import annotations
-import argparse, json, sys
+import json
 from pathlib import Path
 from typing import Callable
-from ..errors import InputError, KeelError, EXIT_OK, EXIT_FAILED, EXIT_INVALID
+from ..errors import InputError, KeelError, EXIT_OK, EXIT_FAILED
+from ..command import command_parser, run_command
 from .retrieval_data import LEVELS, load_dataset, load_beir, passages_from_db
 from .retrieval_bench import MemoryCorpus, CachedEmbeddings, run_benchmark, _docno
 from .retrieval_report import format_text, to_json, to_markdown, write_trec_run, write_trec_qrels
@@ -17,9 +18,11 @@ __all__ = ['cli']
 
 # %% ../../nbs/51_evals_retrieval.ipynb #58a794fd
 def _parser():
-    p = argparse.ArgumentParser(prog="keel eval retrieval", description="Ranked-retrieval benchmark with graded judgments.")
+    p = command_parser("keel eval retrieval", "Ranked-retrieval benchmark with graded judgments.",
+                       epilog="exit codes: 0 every gate passed or was skipped, 1 a gate failed, 2 invalid input")
     p.add_argument("dataset", help="a retrieval dataset YAML file, or a BEIR folder")
-    p.add_argument("--systems", nargs="+", help="systems to run (bm25 vector hybrid hybrid+rerank vector2); default all available")
+    p.add_argument("--systems", nargs="+",
+                   help="systems to run (bm25 vector hybrid hybrid+rerank vector2); default all available")
     p.add_argument("--json", type=Path, help="write the JSON report here")
     p.add_argument("--markdown", type=Path, help="write the Markdown report here")
     p.add_argument("--run-dir", type=Path, help="write TREC run and qrels files here")
@@ -32,12 +35,10 @@ def _parser():
     p.add_argument("--embed2-model", help="the model name at --embed2-endpoint")
     return p
 
-def _args(argv):
-    try: a = _parser().parse_args(argv)
-    except SystemExit as e:
-        if e.code in (0, None): raise
-        raise InputError(f"invalid arguments: {' '.join(argv)}", fix="see `keel eval retrieval --help`") from None
-    if a.depth is not None and a.depth < 1: raise InputError(f"--depth must be at least 1, got {a.depth}", fix="give a positive depth")
+def _check(a):
+    "Refuse a bad depth; split comma-separated systems."
+    if a.depth is not None and a.depth < 1:
+        raise InputError(f"--depth must be at least 1, got {a.depth}", fix="give a positive depth")
     a.systems = [s for x in (a.systems or []) for s in x.split(",") if s] or None
     return a
 
@@ -49,13 +50,10 @@ def _second_embeddings(ctx, a):
     return ctx.embeddings_for(s)
 
 # %% ../../nbs/51_evals_retrieval.ipynb #f2f95184
-def cli(argv:list[str], make_ctx:Callable) -> int:
-    "`keel eval retrieval`: run the benchmark, print and write the reports; the exit status says whether gates passed."
-    try:
-        a = _args(argv)
-        ds, passages = load_beir(a.dataset, a.split, limit=a.limit) if Path(a.dataset).is_dir() else (load_dataset(a.dataset), None)
-    except InputError as e:
-        print(f"keel: error: {e}", file=sys.stderr); return EXIT_INVALID
+def _benchmark(a, make_ctx) -> int:
+    _check(a)
+    ds, passages = load_beir(a.dataset,
+                             a.split, limit=a.limit) if Path(a.dataset).is_dir() else (load_dataset(a.dataset), None)
     ctx = make_ctx()
     cache = a.cache or Path(ctx.settings.data_dir)/"cache"/"embeddings"
     source = ctx if passages is None else MemoryCorpus(passages, CachedEmbeddings(ctx.embeddings, cache), name=ds.id)
@@ -66,7 +64,8 @@ def cli(argv:list[str], make_ctx:Callable) -> int:
             mc = MemoryCorpus(passages if passages is not None else passages_from_db(ctx.con), emb2, name="vector2")
             extra["vector2"] = mc.vector
         except (KeelError, OSError) as e: skipped["vector2"] = f"{type(e).__name__}: {e}"
-    elif a.systems and "vector2" in a.systems: skipped["vector2"] = "no second embedding model given (--embed2-path or --embed2-endpoint)"
+    elif a.systems and "vector2" in a.systems:
+        skipped["vector2"] = "no second embedding model given (--embed2-path or --embed2-endpoint)"
     wanted = [s for s in a.systems if s not in skipped] if a.systems else None
     res = run_benchmark(source, ds, systems=wanted, extra=extra, depth=a.depth)
     res.skipped.update(skipped)
@@ -81,3 +80,9 @@ def cli(argv:list[str], make_ctx:Callable) -> int:
             write_trec_qrels(res, a.run_dir/f"{lv}.qrels", lv)
             for s in res.systems: write_trec_run(res, s, a.run_dir/f"{_docno(s)}.{lv}.run", lv)
     return EXIT_OK if res.passed else EXIT_FAILED
+
+def cli(argv:list[str], # the arguments after `keel eval retrieval`
+        make_ctx:Callable # builds the context (retriever, embeddings, settings) on demand
+       ) -> int:
+    "`keel eval retrieval`: 0 every gate passed or was skipped, 1 a gate failed, 2 invalid input."
+    return run_command(_parser(), argv, lambda a: _benchmark(a, make_ctx))

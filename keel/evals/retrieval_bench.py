@@ -75,7 +75,8 @@ def bm25(self:MemoryCorpus, query:str, tags:Sequence[str]|None, k:int) -> list[C
 def vectors(self:MemoryCorpus, batch:int=256) -> np.ndarray:
     "The passages' embeddings (title and text), computed on first use."
     if self._vectors is None:
-        if self.embeddings is None: raise ModelError(f"{self.name} has no embedding model", fix="pass embeddings= to MemoryCorpus")
+        if self.embeddings is None:
+            raise ModelError(f"{self.name} has no embedding model", fix="pass embeddings= to MemoryCorpus")
         texts = [embedding_text(p) for p in self.passages]
         parts = [self.embeddings.embed(texts[i:i + batch]) for i in range(0, len(texts), batch)]
         self._vectors = np.concatenate(parts) if parts else np.zeros((0, self.embeddings.dim), np.float32)
@@ -93,7 +94,9 @@ def vector(self:MemoryCorpus, query:str, tags:Sequence[str]|None, k:int) -> list
     if not tags or k < 1 or not len(V): return []
     s = V @ np.asarray(self.embeddings.embed_query(query), np.float32)
     ok = self._masks.get(tuple(tags))
-    if ok is None: ok = self._masks[tuple(tags)] = np.fromiter((allowed(p.acl_tags, tags) for p in self.passages), bool, len(self.passages))
+    if ok is None:
+        ok = self._masks[tuple(tags)] = np.fromiter((allowed(p.acl_tags, tags) for p in self.passages), bool,
+                                                    len(self.passages))
     s = np.where(ok, s, -np.inf)
     top = np.argsort(-s, kind="stable")[:min(k, int(ok.sum()))]
     return [self._hit(int(i), s[i]) for i in top]
@@ -123,7 +126,8 @@ class CachedEmbeddings:
         st = self._load()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(".tmp.npz")
-        np.savez(tmp, keys=np.array(list(st), dtype=str), vectors=np.stack(list(st.values())) if st else np.zeros((0, self.dim), np.float32))
+        np.savez(tmp, keys=np.array(list(st), dtype=str),
+                 vectors=np.stack(list(st.values())) if st else np.zeros((0, self.dim), np.float32))
         tmp.replace(self.path)
 
 # %% ../../nbs/50b_evals_retrieval_bench.ipynb #8844002c
@@ -184,7 +188,8 @@ def case_metrics(ranked:list[str], qrels:dict[str, int], cutoffs:Sequence[int]) 
     "The benchmark's metrics for one ranked list (trec_eval semantics)."
     m = query_measures(ranked, qrels, cutoffs=cutoffs, success=())
     out = {"mrr": m["recip_rank"], "map": m["map"]}
-    for k in cutoffs: out.update({f"ndcg@{k}": m[f"ndcg_cut_{k}"], f"recall@{k}": m[f"recall_{k}"], f"precision@{k}": m[f"P_{k}"]})
+    for k in cutoffs:
+        out.update({f"ndcg@{k}": m[f"ndcg_cut_{k}"], f"recall@{k}": m[f"recall_{k}"], f"precision@{k}": m[f"P_{k}"]})
     return out
 
 # %% ../../nbs/50b_evals_retrieval_bench.ipynb #7bb25433
@@ -253,7 +258,8 @@ def _source_systems(source, skipped) -> dict[str, System]:
         except KeelError as e: skipped["hybrid+rerank"] = str(e)
     else: reranker = getattr(source, "reranker", None)
     out = standard_systems(retriever, reranker)
-    if reranker is None: skipped.setdefault("hybrid+rerank", "no reranker configured (set KEEL_RERANK and KEEL_RERANKER_PATH)")
+    if reranker is None:
+        skipped.setdefault("hybrid+rerank", "no reranker configured (set KEEL_RERANK and KEEL_RERANKER_PATH)")
     return out
 
 # %% ../../nbs/50b_evals_retrieval_bench.ipynb #a0558764
@@ -340,7 +346,8 @@ def _gate_result(res:BenchmarkResult, g:Gate) -> GateResult:
     key = metric_key(g.metric, g.cutoff)
     if g.system.startswith("delta:"):
         a, b = g.system[6:].split("-")
-        if missing := [s for s in (a, b) if s not in res.systems]: return GateResult(g, None, None, f"skipped: {missing[0]} did not run")
+        if missing := [s for s in (a, b) if s not in res.systems]:
+            return GateResult(g, None, None, f"skipped: {missing[0]} did not run")
         d, p = res.compare(a, b, g.level, key)
         return GateResult(g, d, d >= g.minimum, f"{a} - {b}, p={p:.3f}")
     names = res.systems if g.system == "all" else [g.system] if g.system in res.systems else []

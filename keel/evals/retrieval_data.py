@@ -110,7 +110,8 @@ def parse_dataset(data, # the parsed YAML
     where = source or "dataset"
     check_keys(data, _TOP, ("type", "version", "id", "cutoffs", "cases"), where)
     if data["type"] != "retrieval": invalid(f"{where} type", f"{data['type']!r} is not 'retrieval'")
-    if data["version"] != 1: invalid(f"{where} version", f"version {data['version']!r} is not supported (this Keel reads version 1)")
+    if data["version"] != 1:
+        invalid(f"{where} version", f"version {data['version']!r} is not supported (this Keel reads version 1)")
     cuts = data["cutoffs"]
     if not isinstance(cuts, list) or not cuts: invalid(f"{where} cutoffs", "expected a list of positive integers")
     cuts = sorted({int_value(k, f"{where} cutoffs", 1) for k in cuts})
@@ -136,7 +137,8 @@ def load_dataset(path:str|Path) -> Dataset:
     return parse_dataset(data, hashlib.sha256(raw).hexdigest(), str(p))
 
 # %% ../../nbs/50a_evals_retrieval_data.ipynb #3d69db97
-def passage(source:str, text:str, title:str="", heading:str="", acl_tags=("public",), chunk_id:int=0, document_id:int=0) -> ChunkHit:
+def passage(source:str, text:str, title:str="", heading:str="", acl_tags=("public",), chunk_id:int=0,
+            document_id:int=0) -> ChunkHit:
     "A passage of an in-memory corpus, as the `ChunkHit` every search returns."
     return ChunkHit(chunk_id, 0.0, text, document_id, source, title or source, heading, None, list(acl_tags))
 
@@ -159,7 +161,8 @@ def _jsonl(path:Path) -> list[dict]:
     for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip(): continue
         try: out.append(json.loads(line))
-        except json.JSONDecodeError as e: raise InputError(f"{path}:{n}: not valid JSON ({e.msg})", fix="fix or remove the line") from None
+        except json.JSONDecodeError as e:
+            raise InputError(f"{path}:{n}: not valid JSON ({e.msg})", fix="fix or remove the line") from None
     return out
 
 def _cases_from_qrels(qrels:dict[str, dict[str, int]], queries:dict[str, str], category:str, where:str) -> list[Case]:
@@ -169,7 +172,8 @@ def _cases_from_qrels(qrels:dict[str, dict[str, int]], queries:dict[str, str], c
         if bad := [j for j in js if j.relevance > 3]:
             raise InputError(f"{where}: query {qid} document {bad[0].path}: relevance {bad[0].relevance} is outside 1..3", fix="map the grades onto 1..3")
         if not js: continue
-        if qid not in queries: raise InputError(f"{where}: query {qid} has judgments but no text", fix="add it to the queries file")
+        if qid not in queries:
+            raise InputError(f"{where}: query {qid} has judgments but no text", fix="add it to the queries file")
         cases.append(Case(str(qid), category, queries[qid], js))
     return cases
 
@@ -182,15 +186,18 @@ def load_beir(folder:str|Path, # a BEIR dataset folder
     d = Path(folder)
     files = [d/"corpus.jsonl", d/"queries.jsonl", d/"qrels"/f"{split}.tsv"]
     if missing := [str(p) for p in files if not p.is_file()]:
-        raise InputError(f"not a BEIR folder: {missing[0]} is missing", fix="give a folder with corpus.jsonl, queries.jsonl and qrels/<split>.tsv")
+        raise InputError(f"not a BEIR folder: {missing[0]} is missing",
+                         fix="give a folder with corpus.jsonl, queries.jsonl and qrels/<split>.tsv")
     docs = _jsonl(files[0])
-    passages = [passage(str(x["_id"]), x.get("text", ""), x.get("title") or "", chunk_id=i, document_id=i) for i, x in enumerate(docs)]
+    passages = [passage(str(x["_id"]), x.get("text", ""), x.get("title") or "",
+                        chunk_id=i, document_id=i) for i, x in enumerate(docs)]
     queries = {str(q["_id"]): q["text"] for q in _jsonl(files[1])}
     qrels = defaultdict(dict)
     for n, line in enumerate(files[2].read_text().splitlines()):
         f = line.split("\t") if "\t" in line else line.split()
         if n == 0 and not f[-1].lstrip("-").isdigit(): continue
-        if len(f) != 3 or not f[2].lstrip("-").isdigit(): raise InputError(f"{files[2]}:{n + 1}: expected query-id, corpus-id, score", fix="fix the line")
+        if len(f) != 3 or not f[2].lstrip("-").isdigit():
+            raise InputError(f"{files[2]}:{n + 1}: expected query-id, corpus-id, score", fix="fix the line")
         qrels[f[0]][f[1]] = int(f[2])
     cases = _cases_from_qrels(qrels, queries, category or d.name, str(files[2]))[:limit]
     return Dataset(f"{d.name}-{split}", sorted(set(cutoffs)), cases, [], _sha256_files(files), 1, str(d)), passages

@@ -44,12 +44,14 @@ def format_text(res:BenchmarkResult) -> str:
             o = res.overall(s, lv)
             out.append(f"{s:<{w}} " + " ".join(f"{o[c]:>12.4f}" for c in cols))
     if cmp := res.comparisons():
-        out += ["", f"against {res.systems[0]} (paired randomisation, {res.permutations} permutations, seed {res.seed})"]
+        out += ["",
+                f"against {res.systems[0]} (paired randomisation, {res.permutations} permutations, seed {res.seed})"]
         out += [f"  {c['system']:<{w}} {c['level']:<8} {c['metric']:<12} {c['delta']:+.4f}  p={c['p']:.4f}" for c in cmp]
     head = _ndcg_key(ds.cutoffs)
     if res.systems:
         cats = sorted({c.category for c in ds.cases})
-        out += ["", f"{head} per category (section level)", f"{'category':<16} " + " ".join(f"{s:>{max(len(s), 8)}}" for s in res.systems)]
+        out += ["", f"{head} per category (section level)",
+                f"{'category':<16} " + " ".join(f"{s:>{max(len(s), 8)}}" for s in res.systems)]
         per = {s: res.by_category(s, "section") for s in res.systems}
         out += [f"{k:<16} " + " ".join(f"{per[s][k][head]:>{max(len(s), 8)}.4f}" for s in res.systems) for k in cats]
     out += [f"skipped {s}: {r}" for s, r in res.skipped.items()]
@@ -67,13 +69,15 @@ def to_json(res:BenchmarkResult, top:int=10) -> dict:
     "The result as JSON-ready data: overall, per category, per case (with each system's top units), gates."
     ds = res.dataset
     return {"schema_version": SCHEMA_VERSION, "kind": "retrieval",
-            "dataset": {"id": ds.id, "source": ds.source, "sha256": ds.digest, "cases": len(ds.cases), "cutoffs": ds.cutoffs},
+            "dataset": {"id": ds.id, "source": ds.source, "sha256": ds.digest, "cases": len(ds.cases),
+                        "cutoffs": ds.cutoffs},
             "depth": res.depth, "systems": res.systems, "skipped": res.skipped,
             "seconds": {s: round(v, 3) for s, v in res.seconds.items()},
             "overall": {s: {lv: res.overall(s, lv) for lv in LEVELS} for s in res.systems},
             "categories": {s: {lv: res.by_category(s, lv) for lv in LEVELS} for s in res.systems},
             "comparisons": res.comparisons(),
-            "significance": {"test": "paired randomisation, two-sided", "permutations": res.permutations, "seed": res.seed},
+            "significance": {"test": "paired randomisation, two-sided", "permutations": res.permutations,
+                             "seed": res.seed},
             "gates": [{**asdict(g.gate), "value": g.value, "passed": g.passed, "detail": g.detail} for g in res.gates],
             "passed": res.passed,
             "cases": [{"id": c.id, "category": c.category, "query": c.query, "user_tags": c.user_tags,
@@ -87,13 +91,16 @@ def to_markdown(res:BenchmarkResult) -> str:
     out = [f"## Retrieval benchmark `{ds.id}`", "",
            f"{len(ds.cases)} cases, depth {res.depth}, dataset sha256 `{ds.digest[:12]}`. **{'PASSED' if res.passed else 'FAILED'}**"]
     for lv in LEVELS:
-        out += ["", f"### {lv.capitalize()} level", "", "| system | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
+        out += ["", f"### {lv.capitalize()} level", "", "| system | " + " | ".join(cols) + " |",
+                "|---" * (len(cols) + 1) + "|"]
         out += [f"| {s} | " + " | ".join(f"{res.overall(s, lv)[c]:.4f}" for c in cols) + " |" for s in res.systems]
     if cmp := res.comparisons():
-        out += ["", f"### Against `{res.systems[0]}`", "", "| system | level | metric | delta | p |", "|---|---|---|---|---|"]
+        out += ["", f"### Against `{res.systems[0]}`", "", "| system | level | metric | delta | p |",
+                "|---|---|---|---|---|"]
         out += [f"| {c['system']} | {c['level']} | {c['metric']} | {c['delta']:+.4f} | {c['p']:.4f} |" for c in cmp]
     if res.gates:
-        out += ["", "### Gates", "", "| gate | system | level | metric | value | minimum | result |", "|---|---|---|---|---|---|---|"]
+        out += ["", "### Gates", "", "| gate | system | level | metric | value | minimum | result |",
+                "|---|---|---|---|---|---|---|"]
         for g in res.gates:
             state = "skipped" if g.passed is None else "pass" if g.passed else "**FAIL**"
             val = "" if g.value is None else f"{g.value:.4f}"

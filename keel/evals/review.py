@@ -9,9 +9,9 @@ from dataclasses import dataclass, field, asdict
 from pathlib import Path
 from typing import Callable, Sequence
 from fastcore.basics import patch
-from ..errors import KeelError, InputError, EXIT_OK, EXIT_FAILED, EXIT_INVALID
-from ..yamlfile import read_yaml
-from .core import norm, source_ref, invalid, int_value, number_value, text_list
+from ..errors import KeelError, InputError, EXIT_OK, EXIT_FAILED
+from ..command import command_parser, run_command, print_error
+from .core import norm, source_ref, invalid, int_value, number_value, text_list, read_dataset
 from .answer_command import (SCHEMA_VERSION, DEFAULT_TIMEOUT, Source, Claim, CommandAnswer, make_locators,
                                        build_request, answer_with_command, text_digest)
 
@@ -21,7 +21,7 @@ __all__ = ['EXPECTATIONS', 'CASE_FIELDS', 'TOP_FIELDS', 'SUPPORTED', 'MANIFESTS'
            'split_claims', 'rel_source', 'heading_leaf', 'hits_to_sources', 'outcome_from_answer', 'git', 'locate',
            'resolve_commit', 'extract_revision', 'changed_paths', 'file_digests', 'kb_files', 'ingest_folder',
            'pin_models', 'revision_contexts', 'evaluate', 'run_revision', 'classify', 'linked_paths', 'impact',
-           'CaseReview', 'ReviewResult', 'review', 'review_parser', 'cli_review', 'is_review_dataset']
+           'CaseReview', 'ReviewResult', 'review', 'review_parser', 'cli']
 
 # %% ../../nbs/58_evals_review.ipynb #b04ffce1
 EXPECTATIONS = dict(expected_sources=list, evidence_contains=list, evidence_excludes=list, min_sources=int,
@@ -68,38 +68,39 @@ def _parse_expectation(cid, fld, v):
     return v
 
 def _parse_case(raw, i:int, defaults:dict) -> ReviewCase:
-    if not isinstance(raw, dict): raise InputError(f"cases[{i}] must be a mapping", fix="write each case as id, question and expectations")
+    if not isinstance(raw, dict):
+        raise InputError(f"cases[{i}] must be a mapping", fix="write each case as id, question and expectations")
     cid = raw.get("id")
-    if not isinstance(cid, str) or not cid.strip(): raise InputError(f"cases[{i}]: field id is missing or empty", fix="give every case a unique id")
-    if extra := sorted(set(raw) - CASE_FIELDS): _case_err(cid, extra[0], f"is unknown (known: {', '.join(sorted(CASE_FIELDS))})")
+    if not isinstance(cid, str) or not cid.strip():
+        raise InputError(f"cases[{i}]: field id is missing or empty", fix="give every case a unique id")
+    if extra := sorted(set(raw) - CASE_FIELDS):
+        _case_err(cid, extra[0], f"is unknown (known: {', '.join(sorted(CASE_FIELDS))})")
     q = raw.get("question")
     if not isinstance(q, str) or not q.strip(): _case_err(cid, "question", "is missing or empty")
     expect = {k: _parse_expectation(cid, k, raw[k]) for k in EXPECTATIONS if k in raw}
     if not expect: _case_err(cid, "expectations", f"are missing: give at least one of {', '.join(EXPECTATIONS)}")
     tags = raw.get("user_tags")
-    if tags is not None and (not isinstance(tags, list) or not all(isinstance(t, str) for t in tags)): _case_err(cid, "user_tags", "must be a list of strings")
+    if tags is not None and (not isinstance(tags, list) or not all(isinstance(t, str) for t in tags)):
+        _case_err(cid, "user_tags", "must be a list of strings")
     lim = {k: raw.get(k, defaults.get(k)) for k in ("budget", "limit")}
-    return ReviewCase(cid, q.strip(), expect, tags, **{k: None if v is None else int_value(v, _field(cid, k), 1) for k, v in lim.items()})
+    return ReviewCase(cid, q.strip(), expect, tags,
+                      **{k: None if v is None else int_value(v, _field(cid, k), 1) for k, v in lim.items()})
 
 # %% ../../nbs/58_evals_review.ipynb #d1434961
 def load_review_dataset(path:Path|str) -> ReviewDataset: # a review dataset YAML file
     "Read and strictly validate a review dataset; errors name the case and the field."
-    path = Path(path)
-    if not path.is_file(): raise InputError(f"{path} does not exist", fix="pass the path of a review dataset YAML file")
-    raw = read_yaml(path)
-    if not isinstance(raw, dict): raise InputError(f"{path}: a review dataset is a mapping with type, version, id and cases")
-    if raw.get("type") != "review": raise InputError(f"{path}: type must be review, got {raw.get('type')!r}", fix="add `type: review`")
-    if raw.get("version") != 1: raise InputError(f"{path}: version must be 1, got {raw.get('version')!r}", fix="add `version: 1`")
-    if extra := sorted(set(raw) - TOP_FIELDS): raise InputError(f"{path}: unknown field {extra[0]}", fix=f"use only {', '.join(sorted(TOP_FIELDS))}")
-    if not isinstance(raw.get("id"), str) or not raw["id"].strip(): raise InputError(f"{path}: field id is missing", fix="give the dataset an id")
+    path, raw = Path(path), read_dataset(path, "review", TOP_FIELDS)
     defaults = raw.get("defaults") or {}
-    if not isinstance(defaults, dict) or set(defaults) - {"budget", "limit"}: raise InputError(f"{path}: defaults may only set budget and limit")
-    if not isinstance(raw.get("cases"), list) or not raw["cases"]: raise InputError(f"{path}: cases must be a non-empty list")
+    if not isinstance(defaults, dict) or set(defaults) - {"budget", "limit"}:
+        raise InputError(f"{path}: defaults may only set budget and limit")
+    if not isinstance(raw.get("cases"), list) or not raw["cases"]: invalid(path, "cases must be a non-empty list")
     cases = [_parse_case(c, i, defaults) for i, c in enumerate(raw["cases"])]
     ids = [c.id for c in cases]
-    if dup := sorted({i for i in ids if ids.count(i) > 1}): raise InputError(f"case {dup[0]}: id is used twice", fix="make case ids unique")
+    if dup := sorted({i for i in ids if ids.count(i) > 1}):
+        raise InputError(f"case {dup[0]}: id is used twice", fix="make case ids unique")
     kb = raw.get("knowledge_base")
-    return ReviewDataset(raw["id"], cases, path, text_digest(path.read_bytes()), (path.parent/kb) if kb else None, raw.get("description", ""))
+    return ReviewDataset(raw["id"], cases, path, text_digest(path.read_bytes()), (path.parent/kb) if kb else None,
+                         raw.get("description", ""))
 
 # %% ../../nbs/58_evals_review.ipynb #0433b7f7
 @dataclass
@@ -142,16 +143,19 @@ def check_case(case:ReviewCase, o:Outcome) -> list[str]:
         if not any(ref_matches(r, s) for s in o.retrieved): f.append(f"expected_sources: {r} was not retrieved")
     f += [f"evidence_contains: {x!r} is not in the retrieved text" for x in e.get("evidence_contains", []) if norm(x) not in ev]
     f += [f"evidence_excludes: {x!r} is in the retrieved text" for x in e.get("evidence_excludes", []) if norm(x) in ev]
-    if (n := e.get("min_sources")) is not None and len({s.path for s in o.retrieved}) < n: f.append(f"min_sources: {len({s.path for s in o.retrieved})} file(s) retrieved, need {n}")
+    if (n := e.get("min_sources")) is not None and len({s.path for s in o.retrieved}) < n:
+        f.append(f"min_sources: {len({s.path for s in o.retrieved})} file(s) retrieved, need {n}")
     f += [f"answer_contains: {x!r} is not in the answer" for x in e.get("answer_contains", []) if norm(x) not in ans]
     f += [f"answer_excludes: {x!r} is in the answer" for x in e.get("answer_excludes", []) if norm(x) in ans]
     for r in e.get("citation_sources", []):
         if not any(ref_matches(r, s) for s in cited): f.append(f"citation_sources: {r} is not cited")
-    if (n := e.get("min_citations")) is not None and len(o.citations) < n: f.append(f"min_citations: {len(o.citations)} valid citation(s), need {n}")
+    if (n := e.get("min_citations")) is not None and len(o.citations) < n:
+        f.append(f"min_citations: {len(o.citations)} valid citation(s), need {n}")
     if (g := e.get("min_groundedness")) is not None and (o.groundedness or 0) < g:
         f.append(f"min_groundedness: {'no claims' if o.groundedness is None else f'{o.groundedness:.2f}'} < {g:g}")
     if (d := e.get("answer_decision")) and o.decision != d: f.append(f"answer_decision: {o.decision}, expected {d}")
-    if case.limit is not None and len(o.answer) > case.limit: f.append(f"limit: answer has {len(o.answer)} characters, limit {case.limit}")
+    if case.limit is not None and len(o.answer) > case.limit:
+        f.append(f"limit: answer has {len(o.answer)} characters, limit {case.limit}")
     return f
 
 # %% ../../nbs/58_evals_review.ipynb #a61efaa0
@@ -198,8 +202,10 @@ def outcome_from_answer(answer, # a `keel.answer.types.Answer`
             for n in map(int, m.group(1).split(",")):
                 c = by_n.get(n)
                 if c is not None and c.chunk_id in by_chunk: ok.append(by_chunk[c.chunk_id])
-                else: bad.append(f"[{n}]" if c is None else f"{rel_source(c.source, kb_root)}#{heading_leaf(c.heading)}")
-        claims.append(Claim(_MARK.sub("", sent).replace(" .", ".").strip(), list(dict.fromkeys(ok)), list(dict.fromkeys(bad))))
+                else:
+                    bad.append(f"[{n}]" if c is None else f"{rel_source(c.source, kb_root)}#{heading_leaf(c.heading)}")
+        claims.append(Claim(_MARK.sub("", sent).replace(" .", ".").strip(), list(dict.fromkeys(ok)),
+                            list(dict.fromkeys(bad))))
     return Outcome(evidence, "abstain" if answer.refused else "answer", "" if answer.refused else answer.text, claims)
 
 # %% ../../nbs/58_evals_review.ipynb #03e78945
@@ -208,24 +214,31 @@ def git(repo:Path, *args:str, binary:bool=False):
     try: r = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, timeout=300)
     except FileNotFoundError: raise InputError("git is not installed", fix="install git") from None
     if r.returncode != 0:
-        raise InputError(f"git {' '.join(args[:2])} failed in {repo}: {r.stderr.decode('utf-8', 'replace').strip()}", fix="check the path and the revision")
+        raise InputError(f"git {' '.join(args[:2])} failed in {repo}: {r.stderr.decode('utf-8', 'replace').strip()}",
+                         fix="check the path and the revision")
     return r.stdout if binary else r.stdout.decode("utf-8", "replace")
 
 def locate(target:Path) -> tuple[Path, str]:
     "The repository root holding folder `target` and the folder's path inside it (`''` for the root)."
     target = Path(target)
-    if not target.is_dir(): raise InputError(f"{target} is not a folder", fix="pass the knowledge-base folder as TARGET")
+    if not target.is_dir():
+        raise InputError(f"{target} is not a folder", fix="pass the knowledge-base folder as TARGET")
     try: root = Path(git(target, "rev-parse", "--show-toplevel").strip()).resolve()
-    except InputError: raise InputError(f"{target} is not inside a git repository", fix="run the review on a folder under git") from None
+    except InputError:
+        raise InputError(f"{target} is not inside a git repository",
+                         fix="run the review on a folder under git") from None
     rel = target.resolve().relative_to(root).as_posix()
     return root, "" if rel == "." else rel
 
 # %% ../../nbs/58_evals_review.ipynb #a2f13ec9
 def resolve_commit(root:Path, ref:str) -> str:
     "The full commit id of `ref`, or an `InputError` naming it."
-    if not ref or ref.startswith("-"): raise InputError(f"revision {ref!r} is not a valid git revision", fix="pass a branch, tag or commit id")
+    if not ref or ref.startswith("-"):
+        raise InputError(f"revision {ref!r} is not a valid git revision", fix="pass a branch, tag or commit id")
     try: return git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").strip()
-    except InputError: raise InputError(f"revision {ref!r} is not a commit of {root}", fix="pass a branch, tag or commit id (fetch it first in CI: fetch-depth: 0)") from None
+    except InputError:
+        raise InputError(f"revision {ref!r} is not a commit of {root}",
+                         fix="pass a branch, tag or commit id (fetch it first in CI: fetch-depth: 0)") from None
 
 def extract_revision(root:Path, ref:str, prefix:str, dest:Path) -> Path:
     "Unpack folder `prefix` as it is at commit `ref` into `dest`; the folder's copy (empty when it did not exist)."
@@ -235,7 +248,9 @@ def extract_revision(root:Path, ref:str, prefix:str, dest:Path) -> Path:
     data = git(root, "archive", "--format=tar", ref, "--", prefix or ".", binary=True)
     try:
         with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tf: tf.extractall(dest, filter="data")
-    except tarfile.TarError as e: raise InputError(f"cannot unpack {prefix or 'the repository'} at {ref}: {e}", fix="remove links that point outside the folder") from None
+    except tarfile.TarError as e:
+        raise InputError(f"cannot unpack {prefix or 'the repository'} at {ref}: {e}",
+                         fix="remove links that point outside the folder") from None
     out.mkdir(parents=True, exist_ok=True)
     return out
 
@@ -277,8 +292,10 @@ def pin_models(settings, # the caller's `Settings`
     "Settings whose model paths point at prepared weights, so fresh data directories reuse them."
     from keel.models import resolve_embedding_dir, resolve_llm_path
     kw = {}
-    if settings.embed_backend == "fastembed" and not settings.embed_path: kw["embed_path"] = resolve_embedding_dir(settings)
-    if need_llm and settings.llm_backend == "llama" and not settings.llm_path: kw["llm_path"] = resolve_llm_path(settings)
+    if settings.embed_backend == "fastembed" and not settings.embed_path:
+        kw["embed_path"] = resolve_embedding_dir(settings)
+    if need_llm and settings.llm_backend == "llama" and not settings.llm_path:
+        kw["llm_path"] = resolve_llm_path(settings)
     return settings.replace(**kw) if kw else settings
 
 def revision_contexts(ctx, # the caller's context: its settings, and `derive` for new ones
@@ -297,14 +314,16 @@ def evaluate(ds:ReviewDataset, ctx, kb_root:Path, revision:str, # label sent to 
         k = c.budget or ctx.settings.top_k_final
         evidence[c.id] = hits_to_sources(ctx.retriever.retrieve(c.question, c.user_tags, k=k)[:k], kb_root)
     if answer_command:
-        req = build_request(ds.id, ds.digest, revision, [dict(id=c.id, question=c.question, sources=evidence[c.id]) for c in ds.cases])
+        req = build_request(ds.id, ds.digest, revision,
+                            [dict(id=c.id, question=c.question, sources=evidence[c.id]) for c in ds.cases])
         got = answer_with_command(answer_command, req, timeout)
         return {c.id: Outcome(evidence[c.id], got[c.id].decision, got[c.id].answer, got[c.id].claims) for c in ds.cases}
     return {c.id: outcome_from_answer(ctx.answer_engine.answer(c.question, User("review", c.user_tags)), evidence[c.id], kb_root)
             for c in ds.cases}
 
 # %% ../../nbs/58_evals_review.ipynb #34c58b6f
-def run_revision(ds:ReviewDataset, kb_dir:Path, revision:str, make_context:Callable, **kw) -> tuple[dict[str, Outcome], list[str]]:
+def run_revision(ds:ReviewDataset, kb_dir:Path, revision:str,
+                 make_context:Callable, **kw) -> tuple[dict[str, Outcome], list[str]]:
     "Ingest `kb_dir` into a fresh temporary data directory, evaluate every case, remove the directory; outcomes and ingest failures."
     with tempfile.TemporaryDirectory(prefix="keel-review-") as d:
         ctx = make_context(Path(d)/"data")
@@ -398,7 +417,8 @@ def summary(self:ReviewResult) -> dict:
     "Counts: cases, passed, failed, each classification, affected, uncovered."
     s = dict(cases=len(self.cases), passed=len(self.cases) - len(self.failed), failed=len(self.failed))
     if self.base is not None:
-        s.update({k: len(self.ids(k)) for k in CLASSES}, affected=sum(bool(c.reasons) for c in self.cases), uncovered=len(self.uncovered))
+        s.update({k: len(self.ids(k)) for k in CLASSES}, affected=sum(bool(c.reasons) for c in self.cases),
+                 uncovered=len(self.uncovered))
     return s
 
 @patch
@@ -439,7 +459,9 @@ def review(dataset_path:Path|str, # a review dataset (type: review)
           ) -> ReviewResult:
     "Evaluate a review dataset on the working revision of a knowledge base and, with `base`, compare it with that git revision."
     if gate not in GATES: raise InputError(f"--gate must be all or regressions, got {gate!r}")
-    if gate == "regressions" and not base: raise InputError("--gate regressions needs --base REF", fix="pass --base, e.g. --base origin/main, or use --gate all")
+    if gate == "regressions" and not base:
+        raise InputError("--gate regressions needs --base REF",
+                         fix="pass --base, e.g. --base origin/main, or use --gate all")
     ds = load_review_dataset(dataset_path)
     target = Path(target_dir) if target_dir is not None else (ds.knowledge_base or Path("."))
     root, prefix = locate(target)
@@ -448,7 +470,9 @@ def review(dataset_path:Path|str, # a review dataset (type: review)
     make_context = revision_contexts(ctx, need_llm=not answer_command and ctx.settings.answer_mode == "generative")
     kw = dict(answer_command=answer_command, timeout=timeout)
     work, fails = run_revision(ds, target, "working-tree", make_context, **kw)
-    if commit is None: return ReviewResult(ds, gate, _compare(ds, work, None, set()), _head(root, prefix), ingest_failures=dict(working=fails))
+    if commit is None:
+        return ReviewResult(ds, gate, _compare(ds, work, None, set()), _head(root, prefix),
+                            ingest_failures=dict(working=fails))
     with tempfile.TemporaryDirectory(prefix="keel-review-base-") as d:
         kb_base = extract_revision(root, commit, prefix, Path(d))
         base_out, base_fails = run_revision(ds, kb_base, commit, make_context, **kw)
@@ -487,7 +511,8 @@ def to_markdown(self:ReviewResult) -> str:
 @patch
 def _markdown_details(self:ReviewResult) -> str:
     has_base = self.base is not None
-    L = ["### Cases", "", "| case | status | groundedness | citations (valid/invalid) | failed checks |", "|---|---|---|---|---|"]
+    L = ["### Cases", "", "| case | status | groundedness | citations (valid/invalid) | failed checks |",
+         "|---|---|---|---|---|"]
     for c in self.cases:
         st = c.classification or ("pass" if c.passed else "fail")
         g = f"{_g(c.base)} → {_g(c.work)}" if has_base else _g(c.work)
@@ -513,7 +538,8 @@ def _markdown_details(self:ReviewResult) -> str:
 @patch
 def write(self:ReviewResult, json_path:Path|str|None=None, markdown_path:Path|str|None=None):
     "Write the JSON and/or Markdown report."
-    for p, text in ((json_path, lambda: json.dumps(self.to_dict(), indent=2, ensure_ascii=False)), (markdown_path, self.to_markdown)):
+    for p, text in ((json_path, lambda: json.dumps(self.to_dict(), indent=2, ensure_ascii=False)),
+                    (markdown_path, self.to_markdown)):
         if p:
             p = Path(p); p.parent.mkdir(parents=True, exist_ok=True); p.write_text(text(), encoding="utf-8")
 
@@ -525,44 +551,41 @@ def _split_command(argv:Sequence[str]) -> tuple[list[str], list[str]|None]:
     i = argv.index("--answer-command")
     rest = argv[i+1:]
     cmd, after = (rest[:rest.index("--")], rest[rest.index("--")+1:]) if "--" in rest else (rest, [])
-    if not cmd: raise InputError("--answer-command needs a program", fix="e.g. --answer-command python examples/answer_command.py")
+    if not cmd:
+        raise InputError("--answer-command needs a program",
+                         fix="e.g. --answer-command python examples/answer_command.py")
     return argv[:i] + after, cmd
 
-def review_parser(prog:str="keel eval review") -> argparse.ArgumentParser:
-    "The arguments of `keel eval review` (and of `keel eval run` for a review dataset)."
-    p = argparse.ArgumentParser(prog=prog, description="Evaluate a knowledge-base change against its git base.")
+def review_parser() -> argparse.ArgumentParser:
+    "The arguments of `keel eval review`."
+    p = command_parser("keel eval review", "Evaluate a knowledge-base change against its git base.",
+                       epilog="exit codes: 0 the gate passed, 1 it failed, 2 invalid input. --answer-command PROG [ARGS...] [--]: "
+                              "answer with an external program (see schemas/answer-request.schema.json)")
     p.add_argument("dataset", type=Path, help="review dataset (type: review)")
-    p.add_argument("target", type=Path, nargs="?", help="knowledge-base folder in a git repository (default: the dataset's knowledge_base)")
+    p.add_argument("target", type=Path, nargs="?",
+                   help="knowledge-base folder in a git repository (default: the dataset's knowledge_base)")
     p.add_argument("--base", help="git revision to compare with, e.g. origin/main")
-    p.add_argument("--gate", choices=GATES, default="all", help="all: fail on any failing case; regressions: fail only on a regression")
+    p.add_argument("--gate", choices=GATES, default="all",
+                   help="all: fail on any failing case; regressions: fail only on a regression")
     p.add_argument("--json", type=Path, help="write the JSON report here")
     p.add_argument("--markdown", type=Path, help="write the Markdown report here")
     p.add_argument("--answer-timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds the answer command may run")
-    p.epilog = "--answer-command PROG [ARGS...] [--]: answer with an external program (see schemas/answer-request.schema.json)"
     return p
 
 # %% ../../nbs/58_evals_review.ipynb #cc999c44
-def cli_review(argv:Sequence[str], # the arguments after `keel eval review`
-               make_ctx:Callable, # builds the caller's context; each revision's context derives from it
-              ) -> int:
-    "`keel eval review`: exit 0 when the gate passes, 1 when it fails, 2 on invalid input."
-    try:
-        rest, cmd = _split_command(argv)
-        try: args = review_parser().parse_args(rest)
-        except SystemExit as e: return EXIT_OK if e.code == 0 else EXIT_INVALID
-        res = review(args.dataset, args.target, base=args.base, gate=args.gate, answer_command=cmd,
-                     make_ctx=make_ctx, timeout=args.answer_timeout)
-        res.write(args.json, args.markdown)
-        print(res.to_markdown() if not args.markdown else f"review {res.dataset.id}: gate {res.gate} {'passed' if res.passed else 'FAILED'}: {res.reason}")
-        return res.exit_code
-    except KeelError as e:
-        print(f"keel: error: {e}", file=sys.stderr); return e.exit_code
+def _review(args, cmd, make_ctx) -> int:
+    res = review(args.dataset, args.target, base=args.base, gate=args.gate, answer_command=cmd, make_ctx=make_ctx,
+                 timeout=args.answer_timeout)
+    res.write(args.json, args.markdown)
+    if args.markdown:
+        print(f"review {res.dataset.id}: gate {res.gate} {'passed' if res.passed else 'FAILED'}: {res.reason}")
+    else: print(res.to_markdown())
+    return res.exit_code
 
-# %% ../../nbs/58_evals_review.ipynb #1b538a18
-def is_review_dataset(path:Path|str) -> bool:
-    "Whether a file is a YAML mapping with `type: review` (so `keel eval run` can hand it to `cli_review`)."
-    p = Path(path)
-    if not p.is_file() or p.suffix.lower() not in (".yaml", ".yml"): return False
-    try: raw = read_yaml(p)
-    except InputError: return False
-    return isinstance(raw, dict) and raw.get("type") == "review"
+def cli(argv:Sequence[str], # the arguments after `keel eval review`
+        make_ctx:Callable, # builds the caller's context; each revision's context derives from it
+       ) -> int:
+    "`keel eval review`: exit 0 when the gate passes, 1 when it fails, 2 on invalid input."
+    try: rest, cmd = _split_command(argv)
+    except InputError as e: return print_error(e)
+    return run_command(review_parser(), rest, lambda a: _review(a, cmd, make_ctx))

@@ -8,6 +8,7 @@ import argparse, copy, dataclasses, datetime as dt, html, json, random, re, sqli
 from dataclasses import dataclass, field, replace as dc_replace
 from pathlib import Path
 from ..errors import InputError, KeelError, ModelError, AirgapViolation, EXIT_OK, EXIT_FAILED, EXIT_INVALID
+from ..command import run_command
 from ..providers.base import ChunkHit, allowed
 from ..answer.types import User, Answer
 from ..yamlfile import read_yaml
@@ -505,19 +506,19 @@ def format_table(res:RobustnessResult) -> str:
         lines.append(f"gate {g.name}: {fmt(g.value)} ({g.direction} {fmt(g.bound)}) {'pass' if g.passed else 'FAILED'}")
     return "\n".join(lines)
 
+def _run(a, make_ctx) -> int:
+    perts = parse_perturbations(a.perturbations)
+    if a.limit is not None and a.limit < 1:
+        raise InputError(f"--limit {a.limit} is not a positive number", fix="give --limit 1 or more")
+    answerable(load_golden(a.golden)); read_gates(a.golden)      # invalid input fails before any model is loaded
+    res = run_robustness(make_ctx(), a.golden, a.report_dir, perturbations=perts, seed=a.seed, limit=a.limit,
+                         progress=not a.quiet)
+    print(format_table(res))
+    print(f"gate: {'passed' if res.gate_passed else 'FAILED'}\nreport: {res.html_path}\njson: {res.json_path}")
+    return EXIT_OK if res.gate_passed else EXIT_FAILED
+
 def cli(argv:list[str], # arguments after `keel eval robustness`
         make_ctx # builds the AppContext on demand
        ) -> int:
     "`keel eval robustness`: 0 gates passed, 1 a gate failed, 2 invalid input, 3 model unavailable, 4 air-gap refusal."
-    try: a = _parser().parse_args(list(argv))
-    except SystemExit as e: return EXIT_OK if e.code == 0 else EXIT_INVALID
-    try:
-        perts = parse_perturbations(a.perturbations)
-        if a.limit is not None and a.limit < 1: raise InputError(f"--limit {a.limit} is not a positive number", fix="give --limit 1 or more")
-        answerable(load_golden(a.golden)); read_gates(a.golden)      # invalid input fails before any model is loaded
-        res = run_robustness(make_ctx(), a.golden, a.report_dir, perturbations=perts, seed=a.seed, limit=a.limit, progress=not a.quiet)
-    except KeelError as e:
-        print(f"keel: error: {e}", file=sys.stderr); return e.exit_code
-    print(format_table(res))
-    print(f"gate: {'passed' if res.gate_passed else 'FAILED'}\nreport: {res.html_path}\njson: {res.json_path}")
-    return EXIT_OK if res.gate_passed else EXIT_FAILED
+    return run_command(_parser(), argv, lambda a: _run(a, make_ctx))

@@ -4,13 +4,14 @@
 
 # %% ../../nbs/12_ingest_pipeline.ipynb #ba478b0d
 from __future__ import annotations
-import argparse, json, os, sys, time, uuid
+import json, os, sys, time, uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 import numpy as np
 from ..yamlfile import read_yaml
-from ..errors import KeelError, InputError, ModelError, EXIT_FAILED, one_line
+from ..errors import KeelError, InputError, ModelError, EXIT_OK, EXIT_FAILED, one_line
+from ..command import command_parser, run_command
 from ..config import Settings
 from ..db import transaction, fingerprint, set_meta
 from .loaders import load, is_url, LoadedDocument, Limits, ParserProcess
@@ -50,7 +51,7 @@ class IngestResult:
 def exit_status(results:list[IngestResult]) -> int:
     "0 when nothing failed; the failures' own exit code when they share one; 1 when they differ."
     codes = {r.exit_code or EXIT_FAILED for r in results if r.status == "failed"}
-    return 0 if not codes else codes.pop() if len(codes) == 1 else EXIT_FAILED
+    return EXIT_OK if not codes else codes.pop() if len(codes) == 1 else EXIT_FAILED
 
 # %% ../../nbs/12_ingest_pipeline.ipynb #b0eb01a4
 class Ingestor:
@@ -258,15 +259,14 @@ def ingest_manifest(self:Ingestor, path:Path|str, # a YAML manifest: documents: 
 Ingestor.ingest_manifest = ingest_manifest
 
 # %% ../../nbs/12_ingest_pipeline.ipynb #34388c13
-def cli(argv:list[str], # arguments after `keel ingest`
-        make_ctx:Callable # returns an object with `.ingestor`
-       ) -> int:
-    "The `keel ingest` command; returns the exit code."
-    p = argparse.ArgumentParser(prog="keel ingest", description="Ingest a document, a URL, or a YAML manifest of documents.")
+def _parser():
+    p = command_parser("keel ingest", "Ingest a document, a URL, or a YAML manifest of documents.")
     p.add_argument("source", help="a file, an http(s) URL, or a manifest (.yaml/.yml)")
     p.add_argument("--title", help="title of the document (not with a manifest)")
     p.add_argument("--tags", help="comma-separated access tags, default public (not with a manifest)")
-    a = p.parse_args(argv)
+    return p
+
+def _ingest(a, make_ctx) -> int:
     manifest = not is_url(a.source) and Path(a.source).suffix.lower() in (".yaml", ".yml")
     if manifest and (a.title or a.tags):
         raise InputError("--title and --tags do not apply to a manifest", fix="set title and acl_tags in the manifest entries")
@@ -277,3 +277,9 @@ def cli(argv:list[str], # arguments after `keel ingest`
     results = ing.ingest_manifest(a.source) if manifest else [ing.ingest_path(a.source, title=a.title, acl_tags=tags)]
     for r in results: print(r.line)
     return exit_status(results)
+
+def cli(argv:list[str], # arguments after `keel ingest`
+        make_ctx:Callable # builds the context (its `.ingestor`) on demand
+       ) -> int:
+    "`keel ingest`: 0 when every source was ingested, else the failures' exit code (see `exit_status`); 2 on invalid input."
+    return run_command(_parser(), argv, lambda a: _ingest(a, make_ctx))
