@@ -46,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--head", help="a recorded head SEQ:HASH to detect truncation")
     e = sub.add_parser("export-log", help="export the ledger as JSONL")
     e.add_argument("out", type=Path)
+    e.add_argument("--inference", type=Path, metavar="FILE", help="also write the inference log as JSONL to FILE (identifiers redacted)")
     qa = sub.add_parser("quarantine", help="review and release chunks the injection screen quarantined")
     qs = qa.add_subparsers(dest="quarantine_command", metavar="ACTION", required=True)
     qs.add_parser("list", help="quarantined chunks with their reasons")
@@ -171,9 +172,10 @@ def cmd_verify_ledger(args, make) -> int:
     return code
 
 def cmd_export_log(args, make) -> int:
-    "Export the ledger as JSONL."
+    "Export the ledger as JSONL, and the inference log with --inference."
     n = make().ledger.export(args.out)
     print(f"exported {n if n is not None else ''} ledger rows to {args.out}".replace("  ", " "))
+    if args.inference: print(f"exported {make().log.export(args.inference)} inference-log rows to {args.inference}")
     return EXIT_OK
 
 def cmd_quarantine(args, make) -> int:

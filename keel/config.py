@@ -60,6 +60,8 @@ class Settings:
     max_pdf_pages: int = 2_000               # pages of one PDF
     max_pdf_stream_bytes: int = 30_000_000   # decoded page-content bytes of one PDF, summed over its pages
     max_html_depth: int = 1_000              # element nesting depth of one HTML page
+    pii_mode: str = "redact"                 # identifiers in the ledger, inference log and exports: `redact`, `hash` (keyed digest) or `keep`
+    pii_hash_key: str|None = None            # the HMAC key for `hash`; empty means a random key kept in the database
 
     def replace(self, **kw) -> Settings:
         "A copy with some fields changed, validated again."
@@ -96,7 +98,8 @@ def _parse(name:str, raw:str, typ):
 
 # %% ../nbs/01_config.ipynb #7aba451c
 _CHOICES = dict(answer_mode=("generative","extractive"), llm_backend=("llama","openai"),
-                embed_backend=("fastembed","openai"), vector_index=("flat","hnsw"))
+                embed_backend=("fastembed","openai"), vector_index=("flat","hnsw"),
+                pii_mode=("redact","hash","keep"))
 
 def validate(s:Settings) -> Settings:
     "Check ranges, choices and relations between fields; return `s` or raise `ConfigError`."

@@ -56,13 +56,18 @@ class AppContext:
         self.con = db.connect(settings.db_path)
 
     @cached_property
+    def scrub(self):
+        "How identifiers are stored in the ledger, the log and exports (KEEL_PII_MODE)."
+        from keel.safety.pii import scrubber_for
+        return scrubber_for(self.settings, self.con)
+    @cached_property
     def ledger(self):
         from keel.safety.ledger import Ledger
-        return Ledger(self.con)
+        return Ledger(self.con, scrub=self.scrub)
     @cached_property
     def log(self):
         from keel.observe import InferenceLog
-        return InferenceLog(self.con)
+        return InferenceLog(self.con, scrub=self.scrub)
     @cached_property
     def llm(self): return make_llm(self.settings)
     @cached_property

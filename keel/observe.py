@@ -11,6 +11,7 @@ from .errors import InputError
 from .db import transaction
 from .evals.core import mean, percentile
 from .answer.types import Answer, User, Citation
+from .safety.pii import Scrubber
 
 # %% auto #0
 __all__ = ['utc_now', 'InferenceLog']
@@ -23,7 +24,9 @@ def utc_now() -> str:
 # %% ../nbs/23_observe.ipynb #c1304253
 class InferenceLog:
     "The `inference_log` table: one row per request, judge scores attached later."
-    def __init__(self, con:sqlite3.Connection): self.con = con
+    def __init__(self, con:sqlite3.Connection,
+                 scrub:Scrubber|None=None): # applied to questions, answers, tool calls, errors; default: redact
+        self.con, self.scrub = con, scrub or Scrubber()
 
     def record(self, answer:Answer, # what the request produced (refusals and failures included)
                user:User, # who asked
@@ -36,15 +39,16 @@ class InferenceLog:
         retrieved = [{"chunk_id": h.chunk_id, "score": round(float(h.score), 6), "relevance": round(float(h.relevance), 6)}
                      for h in answer.retrieved]
         cites = [{"n": c.n, "chunk_id": c.chunk_id, "inferred": c.inferred} for c in answer.citations]
+        s, calls = self.scrub.text, self.scrub.value(json.loads(json.dumps(tool_calls or [], default=str)))
         with transaction(self.con):
             self.con.execute(
                 """INSERT INTO inference_log(request_id, ts, user, tags, mode, question, retrieved, tool_calls, answer,
                    refused, citations, latency_ms, prompt_tokens, output_tokens, model, error)
                    VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
                 (answer.request_id, ts or utc_now(), user.name, json.dumps(user.effective_tags), mode or answer.mode,
-                 question, json.dumps(retrieved), json.dumps(tool_calls or [], default=str), answer.text,
+                 s(question), json.dumps(retrieved), json.dumps(calls), s(answer.text),
                  int(answer.refused), json.dumps(cites), float(answer.latency_ms), int(answer.prompt_tokens),
-                 int(answer.output_tokens), answer.model, answer.error))
+                 int(answer.output_tokens), answer.model, answer.error and s(answer.error)))
         return answer.request_id
 
 # %% ../nbs/23_observe.ipynb #84b68223
@@ -123,3 +127,16 @@ def to_frame(self:InferenceLog, since:str|None=None, until:str|None=None):
     df = pd.DataFrame(rows, columns=None if rows else ["request_id", "ts", "user", "mode", "question", "answer", "refused", "latency_ms"])
     if len(df): df["ts"] = pd.to_datetime(df["ts"], utc=True)
     return df
+
+# %% ../nbs/23_observe.ipynb #32ef15b4
+@patch
+def export(self:InferenceLog, path, # the JSONL file to write
+           since:str|None=None, until:str|None=None) -> int:
+    "Write the logged requests to a JSONL file, scrubbed of identifiers; returns the number of rows."
+    n = 0
+    with open(path, "w", encoding="utf-8") as f:
+        for r in self.rows(since, until):
+            for k in ("question", "answer", "error"): r[k] = r[k] and self.scrub.text(r[k])
+            r["tool_calls"] = self.scrub.value(r["tool_calls"])
+            f.write(json.dumps(r, ensure_ascii=False) + "\n"); n += 1
+    return n

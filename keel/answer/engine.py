@@ -172,12 +172,18 @@ def digest(text:str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 @patch
+def _stored_digest(self:AnswerEngine, text:str) -> str:
+    "Digest of `text` as the ledger and log store it: identifiers scrubbed, so the digest cannot be searched for them."
+    scrub = getattr(self.ledger, "scrub", None)
+    return digest(scrub.text(text) if scrub else text)
+
+@patch
 def _finish(self:AnswerEngine, a:Answer, user:User, question:str, t0:float, extra:dict):
     "Stamp latency, write the `answer` ledger row and the inference-log row; return `a`."
     a.latency_ms = round((time.perf_counter() - t0) * 1000, 3)
     self.ledger.append("answer", a.request_id, dict(
         refused=a.refused, citations=[c.chunk_id for c in a.citations], inferred=any(c.inferred for c in a.citations),
-        answer_sha256=digest(a.text), prompt_tokens=a.prompt_tokens, output_tokens=a.output_tokens,
+        answer_sha256=self._stored_digest(a.text), prompt_tokens=a.prompt_tokens, output_tokens=a.output_tokens,
         latency_ms=a.latency_ms, model=a.model, mode=a.mode, error=a.error, **extra))
     self.log.record(a, user, question, mode=a.mode)
     return a
@@ -213,7 +219,7 @@ def answer(self:AnswerEngine, question:str, # the user's question
     mode = "json" if json_schema is not None else self.settings.answer_mode
     rid, t0 = uuid.uuid4().hex, time.perf_counter()
     self.ledger.append("request", rid, dict(user=user.name, tags=user.effective_tags, anonymous=user.tags is None,
-                                            question=question, question_sha256=digest(question), mode=mode))
+                                            question=question, question_sha256=self._stored_digest(question), mode=mode))
     a = Answer("", request_id=rid, mode=mode, model="" if mode == "extractive" else str(getattr(self.llm, "name", "")))
     try: return self._answer(question, user, json_schema, a, t0)
     except BaseException as e:

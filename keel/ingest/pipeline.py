@@ -16,6 +16,7 @@ from ..config import Settings
 from ..db import transaction, fingerprint, set_meta
 from .loaders import load, is_url, LoadedDocument, Limits, ParserProcess
 from .chunking import chunk_document
+from ..safety.pii import count_pii
 
 # %% auto #0
 __all__ = ['IngestResult', 'exit_status', 'Ingestor', 'check_tags', 'embed_text', 'confine', 'ingest_path', 'read_manifest',
@@ -36,6 +37,7 @@ class IngestResult:
     title: str = ""
     detail: str = ""                 # e.g. which document a duplicate duplicates
     exit_code: int = 0               # the failing error's exit code
+    pii: dict = field(default_factory=dict)  # identifiers the document holds, by kind: {"tfn": 2, "email": 5}
 
     @property
     def name(self) -> str: return self.source.rstrip("/").rsplit("/", 1)[-1] if is_url(self.source) else Path(self.source).name
@@ -45,7 +47,8 @@ class IngestResult:
         if self.status == "failed": return f"failed  {one_line(self.name)}  {one_line(self.error)}"
         if self.status == "duplicate": return f"duplicate  {one_line(self.name)}  {one_line(self.detail)}"
         q = f" ({self.quarantined} quarantined)" if self.quarantined else ""
-        return f"{self.status}  {one_line(self.name)}  {self.chunks} chunks{q}"
+        ids = "; identifiers: " + ", ".join(f"{k} {n}" for k, n in self.pii.items()) if self.pii else ""
+        return f"{self.status}  {one_line(self.name)}  {self.chunks} chunks{q}{ids}"
 
 # %% ../../nbs/12_ingest_pipeline.ipynb #22695dcb
 def exit_status(results:list[IngestResult]) -> int:
@@ -124,7 +127,7 @@ def _store(self:Ingestor, doc, tags, chunks, flags, vecs, request_id) -> tuple[i
                                    (doc_id, c.ord, c.text, c.heading, c.page, c.start, c.end, tag_json, int(q), reason, blob)).lastrowid)
         self.ledger.append("ingest", request_id, dict(
             document_id=doc_id, source=doc.source, title=doc.title, checksum=doc.checksum, acl_tags=tags,
-            chunks=len(chunks), quarantined=sum(q for q, _ in flags), replaced=old[0] if old else None,
+            chunks=len(chunks), quarantined=sum(q for q, _ in flags), replaced=old[0] if old else None, pii=doc.meta.get("pii", {}),
             quarantined_chunks=[dict(ord=c.ord, reason=r) for c, (q, r) in zip(chunks, flags) if q]))
     return doc_id, ids, old_ids, (old[0] if old else None)
 Ingestor._store = _store
@@ -185,6 +188,7 @@ def ingest_path(self:Ingestor, source:str|Path, # a file path or an http(s) URL
         if getattr(self.index, "dim", self.embeddings.dim) != self.embeddings.dim:
             raise ModelError(f"the vector index holds {self.index.dim}-d vectors but {self.embeddings.name} makes {self.embeddings.dim}-d ones",
                              fix="delete the index files so Keel rebuilds them, or re-ingest with one embedding model")
+        res.pii = doc.meta["pii"] = count_pii(doc.text)
         chunks = chunk_document(doc, self.settings.chunk_size, self.settings.chunk_overlap)
         flags = [self._verdict(c.text) for c in chunks]
         te = time.perf_counter()

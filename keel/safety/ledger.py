@@ -11,6 +11,7 @@ from typing import NamedTuple, Iterable
 from fastcore.basics import patch
 from ..errors import KeelError, InputError, EXIT_OK, EXIT_FAILED
 from ..db import transaction
+from .pii import Scrubber
 
 # %% auto #0
 __all__ = ['GENESIS', 'canonical', 'row_hash', 'LedgerCheck', 'check_rows', 'verify_file', 'standalone_verifier', 'Ledger',
@@ -105,7 +106,9 @@ def _now() -> str: return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S
 
 class Ledger:
     "Append-only, hash-chained rows in the `ledger` table."
-    def __init__(self, con:sqlite3.Connection): self.con, self._lock = con, threading.RLock()
+    def __init__(self, con:sqlite3.Connection,
+                 scrub:Scrubber|None=None): # applied to every payload; default: identifiers redacted
+        self.con, self._lock, self.scrub = con, threading.RLock(), scrub or Scrubber()
     def __len__(self): return self.con.execute("SELECT count(*) FROM ledger").fetchone()[0]
     def __repr__(self): return f"Ledger({len(self)} rows, head={self.head()[0]})"
 
@@ -128,10 +131,10 @@ def _payload(kind, request_id, payload) -> dict:
 @patch
 def append(self:Ledger, kind:str, # what happened, e.g. "answer", "ingest", "quarantine_release"
            request_id:str, # the request this row belongs to ("" when none)
-           payload:dict # plain JSON details; stored canonically with the time under `_ts`
+           payload:dict # plain JSON details; stored scrubbed of identifiers, canonically, with the time under `_ts`
           ) -> dict:
     "Append one row to the chain and return it."
-    p = _payload(kind, request_id, payload)
+    p = self.scrub.value(_payload(kind, request_id, payload))
     with self._lock, transaction(self.con):
         seq, prev = self.head()
         ts = _now(); p["_ts"] = ts

@@ -4,12 +4,15 @@
 
 # %% ../../nbs/21_safety_pii.ipynb #ad4d4a1d
 from __future__ import annotations
-import re
+import re, hmac, hashlib, secrets, unicodedata
+from collections import Counter
 from dataclasses import dataclass
-from ..errors import InputError
+from fastcore.basics import patch
+from ..errors import InputError, ConfigError
 
 # %% auto #0
-__all__ = ['KINDS', 'tfn_ok', 'medicare_ok', 'abn_ok', 'acn_ok', 'luhn_ok', 'PiiMatch', 'find_pii', 'redact']
+__all__ = ['KINDS', 'PII_MODES', 'IDENTITY_FIELDS', 'tfn_ok', 'medicare_ok', 'abn_ok', 'acn_ok', 'luhn_ok', 'PiiMatch',
+           'find_pii', 'redact', 'count_pii', 'Scrubber', 'scrubber_for']
 
 # %% ../../nbs/21_safety_pii.ipynb #785dfaed
 def tfn_ok(d:str) -> bool:
@@ -50,11 +53,26 @@ class PiiMatch:
 KINDS = ("tfn", "medicare", "abn", "acn", "card", "phone", "email")
 _LABELS = {"tfn": r"\btfn\b|tax file", "acn": r"\bacn\b|\barbn\b|company number", "abn": r"\babn\b|business number",
            "medicare": r"medicare", "card": r"\bcard\b|credit|visa|mastercard|amex"}
+_CUES = {"tfn": r"\btax(?:payer)?\b|\bpayroll\b|\bato\b|\bemployees?\b|\bwithholding\b|\bsuperannuation\b|\bincome\b",
+         "acn": r"\bpty\b|\bltd\b|\blimited\b|\bcompany\b|\basic\b|\bincorporated\b|\bcorporation\b|\bdirectors?\b",
+         "abn": r"\bgst\b|\bsole trader\b|\bbusiness\b",
+         "medicare": r"\bpatients?\b|\bclinic\b|\bbulk[- ]?bill\w*|\bhealth\b",
+         "card": r"\bexpiry\b|\bcvv\b|\bpayment\b"}
 
-def _label(before:str) -> dict:
-    "The position of the last label of each kind in the text just before a number."
-    b = before[-40:].lower()
-    return {k: max(m.end() for m in ms) for k, p in _LABELS.items() if (ms := list(re.finditer(p, b)))}
+# %% ../../nbs/21_safety_pii.ipynb #69872b2f
+def _label(text:str, start:int, end:int) -> dict:
+    "How the words around `text[start:end]` name each kind: {kind: (2 label or 1 context word, nearness)}."
+    before, after, out = text[max(0, start - 80):start].lower(), text[end:end + 60].lower(), {}
+    def put(k, v):
+        if v > out.get(k, (0,)): out[k] = v
+    near = before[-40:]
+    for k, p in _LABELS.items():
+        for m in re.finditer(p, near): put(k, (2, m.end() - len(near)))
+        if re.match(rf"\s*[(\[]\s*(?:{p})", after): put(k, (2, -1))
+    for k, p in _CUES.items():
+        for m in re.finditer(p, before): put(k, (1, m.end() - len(before)))
+        for m in re.finditer(p, after): put(k, (1, -m.start()))
+    return out
 
 # %% ../../nbs/21_safety_pii.ipynb #0543598d
 def _classify(groups:list[str], # digit groups as written, e.g. ["51", "824", "753", "556"]
@@ -70,35 +88,53 @@ def _classify(groups:list[str], # digit groups as written, e.g. ["51", "824", "7
         cands.insert(0 if len(groups) > 1 else len(cands), "medicare")
     if n == 9 and (one or shape == (3, 3, 3)):
         cands += [k for k, ok in (("tfn", tfn_ok), ("acn", acn_ok)) if ok(d)]
-    if n == 8 and (one or shape == (3, 3, 2)) and "tfn" in labels and tfn_ok(d): cands.append("tfn")
+    if n == 8 and (one or shape == (3, 3, 2)) and labels.get("tfn", (0,))[0] == 2 and tfn_ok(d): cands.append("tfn")
     if not cands: return None
     labelled = [k for k in cands if k in labels]
     return max(labelled, key=labels.get) if labelled else cands[0]
 
 # %% ../../nbs/21_safety_pii.ipynb #c424fe36
-_EMAIL = re.compile(r"(?<![\w.+-])[A-Za-z0-9][A-Za-z0-9._%+-]*@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*\.[A-Za-z]{2,}\b")
-_S = r"[ \-\u00a0]?"
-_PHONE = re.compile(rf"""(?<![\w+])(?:
-    (?:\+61|\(\+61\)|0061){_S}(?:\(0\){_S})?[2-478](?:{_S}\d){{8}}
+_EMAIL = re.compile(r"(?<![\w.+-])[^\W_][\w.%+-]*@[^\W_](?:[\w-]*[^\W_])?(?:\.[^\W_](?:[\w-]*[^\W_])?)*\.(?:[^\W\d_]{2,}|xn--[a-z0-9-]+)\b")
+_S = r"(?:[ \-\u00a0.]|[ \t]*\r?\n[ \t]*)?"
+_PHONE = re.compile(rf"""(?<![\w+.])(?:
+    (?:\+61|\(\+61\)|0061|61(?=[ \-\u00a0.]?[2-478])){_S}(?:\(0\){_S})?[2-478](?:{_S}\d){{8}}
   | \(0[2378]\){_S}\d{{4}}{_S}\d{{4}}
   | 0[2378]{_S}\d{{4}}{_S}\d{{4}}
   | 04\d\d{_S}\d{{3}}{_S}\d{{3}}
-)(?!\w|[ \-]\d)""", re.X)
-_RUN = re.compile(r"(?<![\w.+])\d+(?:[ \-\u00a0]\d+)*(?!\w|[.,]\d)")
+)(?!\w|[ \-.]\d)""", re.X)
+_WRAP = r"-?[ \t]*\r?\n[ \t]*"
+_RUN = re.compile(rf"(?<![\w.+])\d+(?:(?:[ \-\u00a0.]|{_WRAP})\d+)*(?!\w|[.,]\d)")
+
+_PHONE_CUE = re.compile(r"\b(?:call|phone|ph|tel|mobile|mob|cell|ring|sms|text|fax|contact)\b")
+
+def _phone_ok(text:str, m) -> bool:
+    "A bare `61...` number is a phone when grouped (or, unspaced, after a word like 'call'), unless words name it as another kind."
+    if not m.group().startswith("61"): return True
+    labels = _label(text, m.start(), m.end())
+    if (kind := _classify(re.findall(r"\d+", m.group()), labels)) and kind in labels: return False
+    return not m.group().isdigit() or bool(_PHONE_CUE.search(text[max(0, m.start() - 30):m.start()].lower()))
 
 # %% ../../nbs/21_safety_pii.ipynb #17d0615b
+def _run_pii(text:str, at:int, run:str):
+    "Identifiers in one run of digit groups that starts at `text[at]`."
+    breaks = run.count("\n")
+    if breaks > 1:   # a column of numbers: each line alone
+        for p in re.finditer(r"\d+(?:[ \-\u00a0.]\d+)*", run): yield from _run_pii(text, at + p.start(), p.group())
+        return
+    labels, groups = _label(text, at, at + len(run)), re.findall(r"\d+", run)
+    readings = [groups] + ([re.findall(r"\d+", re.sub(r"[ \t]*\r?\n[ \t]*", "", run))] if breaks and labels else [])
+    for gs in readings:
+        if kind := _classify(gs, labels): yield PiiMatch(kind, at, at + len(run), run); return
+    if len(groups) == 1: return
+    for g in re.finditer(r"\d+", run):   # "in 2019 123456782": an unspaced identifier next to other numbers
+        if len(g.group()) < 8 or "." in run[max(0, g.start() - 1):g.start()] + run[g.end():g.end() + 1]: continue
+        a, b = at + g.start(), at + g.end()
+        if kind := _classify([g.group()], _label(text, a, b)): yield PiiMatch(kind, a, b, g.group())
+
 def _numbers(text:str, taken:list[tuple[int, int]]):
     "Check-digit identifiers in `text` outside the `taken` spans."
     for m in _RUN.finditer(text):
-        if any(s < m.end() and m.start() < e for s, e in taken): continue
-        groups = list(re.finditer(r"\d+", m.group()))
-        kind = _classify([g.group() for g in groups], _label(text[max(0, m.start() - 40):m.start()]))
-        if kind: yield PiiMatch(kind, m.start(), m.end(), m.group()); continue
-        if len(groups) == 1: continue
-        for g in groups:   # a run like "in 2019 123456782": an unspaced identifier next to other numbers
-            if len(g.group()) < 8: continue
-            a, b = m.start() + g.start(), m.start() + g.end()
-            if kind := _classify([g.group()], _label(text[max(0, a - 40):a])): yield PiiMatch(kind, a, b, g.group())
+        if not any(s < m.end() and m.start() < e for s, e in taken): yield from _run_pii(text, m.start(), m.group())
 
 # %% ../../nbs/21_safety_pii.ipynb #23c0ce38
 def _kinds(kinds) -> set[str]:
@@ -114,16 +150,86 @@ def find_pii(text:str, # any text
     want, out = _kinds(kinds), []
     for kind, rx in (("email", _EMAIL), ("phone", _PHONE)):
         out += [PiiMatch(kind, m.start(), m.end(), m.group()) for m in rx.finditer(text)
-                if not any(p.start < m.end() and m.start() < p.end for p in out)]
+                if not any(p.start < m.end() and m.start() < p.end for p in out) and (kind != "phone" or _phone_ok(text, m))]
     out += list(_numbers(text, [(p.start, p.end) for p in out]))
     return sorted((p for p in out if p.kind in want), key=lambda p: p.start)
 
 # %% ../../nbs/21_safety_pii.ipynb #28565a5f
+def _replace(text:str, found:list[PiiMatch], tag) -> str:
+    "`text` with each match replaced by `tag(match)`."
+    out, last = [], 0
+    for p in found:
+        out += [text[last:p.start], tag(p)]; last = p.end
+    return "".join(out) + text[last:]
+
 def redact(text:str, # any text
            kinds=None # redact only these kinds; None for all
           ) -> str:
     "Replace each identifier in `text` with a tag such as `[TFN]`."
-    out, last = [], 0
-    for p in find_pii(text, kinds):
-        out += [text[last:p.start], f"[{p.kind.upper()}]"]; last = p.end
-    return "".join(out) + text[last:]
+    return _replace(text, find_pii(text, kinds), lambda p: f"[{p.kind.upper()}]")
+
+def count_pii(text:str) -> dict[str, int]:
+    "How many identifiers of each kind `text` holds (kinds with none left out)."
+    c = Counter(p.kind for p in find_pii(text))
+    return {k: c[k] for k in KINDS if c[k]}
+
+# %% ../../nbs/21_safety_pii.ipynb #08f6f7c5
+PII_MODES = ("redact", "hash", "keep")
+IDENTITY_FIELDS = frozenset({"user", "admin", "approver", "decided_by"})
+
+def _canon(p:PiiMatch) -> str:
+    "The identifier without its formatting, so one number written two ways gets one digest."
+    if p.kind == "email": return unicodedata.normalize("NFC", p.text).lower()
+    d = re.sub(r"\D", "", p.text)
+    if p.kind == "phone" and len(d) > 10: d = re.sub(r"^(?:0061|61)", "", d)
+    return d.lstrip("0") if p.kind == "phone" else d
+
+# %% ../../nbs/21_safety_pii.ipynb #8e10c7dc
+@dataclass(frozen=True)
+class Scrubber:
+    "What happens to identifiers on their way into the ledger, the inference log and exports."
+    mode: str = "redact"   # redact, hash or keep
+    key: bytes = b""       # the HMAC key for `hash`
+
+    def __post_init__(self):
+        if self.mode not in PII_MODES: raise ConfigError(f"KEEL_PII_MODE={self.mode!r}: must be one of {', '.join(PII_MODES)}", fix="change KEEL_PII_MODE")
+        if self.mode == "hash" and len(self.key) < 16: raise ConfigError("hashing identifiers needs a key of at least 16 bytes", fix="set KEEL_PII_HASH_KEY or let Keel keep one in the database")
+
+    def tag(self, p:PiiMatch) -> str:
+        "The text stored in place of one identifier."
+        if self.mode != "hash": return f"[{p.kind.upper()}]"
+        return f"[{p.kind.upper()}:{hmac.new(self.key, f'{p.kind}:{_canon(p)}'.encode(), hashlib.sha256).hexdigest()[:12]}]"
+
+    def text(self, s:str) -> str:
+        "`s` as it may be stored."
+        return s if self.mode == "keep" or not s else _replace(s, find_pii(s), self.tag)
+
+# %% ../../nbs/21_safety_pii.ipynb #b4137ea0
+@patch
+def value(self:Scrubber, obj, # str, number, bool, None, or lists/dicts of them
+          field:str|None=None # the name of the field `obj` is the value of
+         ):
+    "`obj` with every string (and identifier-like integer) scrubbed; identity fields kept."
+    if self.mode == "keep" or field in IDENTITY_FIELDS: return obj
+    if isinstance(obj, str): return self.text(obj)
+    if isinstance(obj, dict): return {k: self.value(v, k) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)): return [self.value(v, field) for v in obj]
+    if isinstance(obj, int) and not isinstance(obj, bool) and abs(obj) >= 10**7:
+        head = f"{field}: " if field else ""
+        found = [p for p in find_pii(head + str(obj)) if p.start >= len(head)]
+        return self.tag(found[0]) if found else obj
+    return obj
+
+# %% ../../nbs/21_safety_pii.ipynb #201e9acf
+def scrubber_for(settings, # `Settings`: pii_mode, pii_hash_key
+                 con=None # the database that keeps a generated key, in hash mode without one set
+                ) -> Scrubber:
+    "The `Scrubber` a deployment stores identifiers with."
+    mode, key = settings.pii_mode, (settings.pii_hash_key or "").encode()
+    if mode == "hash" and not key:
+        if con is None: raise ConfigError("KEEL_PII_MODE=hash needs a key", fix="set KEEL_PII_HASH_KEY")
+        from keel.db import get_meta, set_meta, transaction
+        with transaction(con):
+            if not (k := get_meta(con, "pii_hash_key")): set_meta(con, "pii_hash_key", k := secrets.token_hex(32))
+        key = k.encode()
+    return Scrubber(mode, key)
