@@ -175,7 +175,7 @@ def count_pii(text:str) -> dict[str, int]:
 
 # %% ../../nbs/21_safety_pii.ipynb #08f6f7c5
 PII_MODES = ("redact", "hash", "keep")
-IDENTITY_FIELDS = frozenset({"user", "admin", "approver", "decided_by"})
+IDENTITY_FIELDS = frozenset({"user", "admin", "approver", "decided_by", "by"})
 
 def _canon(p:PiiMatch) -> str:
     "The identifier without its formatting, so one number written two ways gets one digest."
