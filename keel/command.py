@@ -5,7 +5,7 @@
 # %% ../nbs/00a_command.ipynb #60d6bb58
 from __future__ import annotations
 import argparse, sys
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence   # not typing: `keel --help` imports this module
 from .errors import KeelError, EXIT_OK, EXIT_INVALID, one_line
 
 # %% auto #0
