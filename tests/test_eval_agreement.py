@@ -5,7 +5,8 @@ The golden set goes through the real answer engine over the fixture corpus (extr
 The passages each item was answered from are then scored by the other two commands' own code: the retrieval
 benchmark ranks them as a system and judges the ranking (`run_benchmark`, section level), the change review checks
 them as a case's evidence (`check_case` on `hits_to_sources`). One case per expected source, so a source the
-three disagree on is named. Before one matching rule, `Leave` matched `Sick leave` in the golden run only, and a
+three disagree on is named; every other item's sources are checked against the same passages too, so the three
+must also agree on sources that were not retrieved. Before one matching rule, `Leave` matched `Sick leave` in the golden run only, and a
 golden title never matched in the review.
 """
 from pathlib import Path
@@ -36,8 +37,12 @@ def answered(tmp_path_factory):
 
 
 def per_source(items):
-    "(item, n, source) for every expected source of an item that expects an answer."
-    return [(it, n, s) for it in items if not it.expect_refusal for n, s in enumerate(it.expected_sources) if s.document]
+    "(item, key, source): every expected source of an answerable item, and every other item's source as a negative."
+    asks = [it for it in items if not it.expect_refusal]
+    own = [(it, str(n), s) for it in asks for n, s in enumerate(it.expected_sources) if s.document]
+    other = [(it, f"{o.id}.{n}", s) for it in asks for o in asks if o.id != it.id
+             for n, s in enumerate(o.expected_sources) if s.document and s not in it.expected_sources]
+    return own + other
 
 
 def test_three_commands_agree_on_each_expected_source(answered):
@@ -45,11 +50,11 @@ def test_three_commands_agree_on_each_expected_source(answered):
     items = load_golden(GOLDEN)
     shown = {it.id: [chunks[r["chunk_id"]] for r in rows[it.id]["retrieved"]] for it in items}
     sources = per_source(items)
-    assert len(sources) >= 15
+    assert len(sources) >= 100
     # keel eval run: the rule as its item rows record it
     run = {(it.id, n): any(s.matches(h) for h in shown[it.id]) for it, n, s in sources}
-    assert all(run[it.id, 0] == (rows[it.id]["first_relevant_rank"] is not None) for it, n, s in sources
-               if len(it.expected_sources) == 1)
+    assert all(run[it.id, "0"] == (rows[it.id]["first_relevant_rank"] is not None) for it, n, s in sources
+               if len(it.expected_sources) == 1 and n == "0")
     # keel eval retrieval: a system that returns what the answer engine showed, one case per source
     cases = [Case(f"{it.id}/{n}", it.category, f"{it.id}/{n}", [Judgment(s.document, 3, s.heading)], list(it.user_tags))
              for it, n, s in sources]
@@ -65,4 +70,6 @@ def test_three_commands_agree_on_each_expected_source(answered):
         review[it.id, n] = not check_case(case, Outcome(hits_to_sources(shown[it.id], CORPUS)))
     differ = {k: (run[k], bench[k], review[k]) for k in run if not run[k] == bench[k] == review[k]}
     assert not differ, differ
-    assert sum(run.values()) >= 0.8 * len(run)      # the fixture corpus answers most items: the check is not vacuous
+    own = [k for k in run if "." not in k[1]]
+    assert sum(run[k] for k in own) >= 0.8 * len(own)    # most expected sources are retrieved ...
+    assert sum(run.values()) < 0.8 * len(run)             # ... and most other items' sources are not: both outcomes are compared
