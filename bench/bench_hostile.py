@@ -49,6 +49,7 @@ def build(folder:Path) -> list[tuple[str, Path, str]]:
     "The hostile files: (label, path, how to read it)."
     return [
         ("PDF, 20 pages sharing one 10 MB stream", hostile.shared_stream_pdf(folder/"shared.pdf"), "load"),
+        ("PDF, one 200 MB stream of zeros", hostile.flate_bomb_pdf(folder/"zeros.pdf"), "load"),
         ("DOCX zip bomb, 1 GB document.xml", hostile.docx_bomb(folder/"bomb.docx"), "load"),
         ("YAML billion-laughs manifest", hostile.laughs_manifest(folder/"laughs.yaml"), "manifest"),
         ("HTML nested 600 deep", hostile.deep_html(folder/"deep600.html", depth=600), "load"),

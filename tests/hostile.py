@@ -97,3 +97,18 @@ def escaping_manifest(folder, secret):
                                  f"  - {{path: '{secret}', acl_tags: [public]}}\n"
                                  "  - {path: link.txt, acl_tags: [public]}\n")
     return folder/"m.yaml"
+
+
+def flate_bomb_pdf(path, unzipped=200_000_000):
+    "A one-page PDF whose content stream is `unzipped` zero bytes, compressed to a few hundred KB."
+    import zlib, pypdf
+    from pypdf.generic import StreamObject, NameObject
+    w = pypdf.PdfWriter()
+    s = StreamObject()
+    z = zlib.compressobj(9)
+    s._data = b"".join(z.compress(b"\0" * 10_000_000) for _ in range(unzipped // 10_000_000)) + z.flush()
+    s[NameObject("/Filter")] = NameObject("/FlateDecode")
+    p = w.add_blank_page(612, 792)
+    p[NameObject("/Contents")] = w._add_object(s)
+    w.write(path)
+    return Path(path)

@@ -74,6 +74,12 @@ def test_pdf_page_count_limit(tmp_path):
     with pytest.raises(DocumentTooLarge, match="50 pages is over the limit of 40 pages"): load(pdf, limits=Limits(pdf_pages=40))
 
 
+def test_pdf_stream_decompression_bomb_is_refused(parser, tmp_path):
+    pdf = hostile.flate_bomb_pdf(tmp_path/"zeros.pdf")
+    assert pdf.stat().st_size < 1_000_000
+    with pytest.raises(DocumentTooLarge, match="decompression limit"): load(pdf, parser=parser)
+
+
 def test_docx_zip_bomb_is_refused_before_extraction(keel_cmd, tmp_path):
     bomb = hostile.docx_bomb(tmp_path/"bomb.docx", unzipped=300_000_000)
     assert bomb.stat().st_size < 3_000_000

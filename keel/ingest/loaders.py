@@ -316,6 +316,9 @@ def _load_pdf(raw, name, kind, limits=Limits()):
             pages = [_pdf_runs(p) for p in reader.pages]
         except DocumentError: raise
         except Exception as e:
+            if type(e).__name__ == "LimitReachedError":   # pypdf's own cap on one decompressed stream
+                raise DocumentTooLarge(f"{name}: a compressed stream expands past pypdf's decompression limit ({e})",
+                                       fix="split or re-export the PDF; a stream that large is not text") from None
             raise CorruptDocument(f"{name}: a page cannot be read ({type(e).__name__}: {e})", fix="re-export the PDF") from None
         meta_title = None
         with contextlib.suppress(Exception): meta_title = (reader.metadata or {}).get("/Title")
