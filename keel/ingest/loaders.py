@@ -4,7 +4,7 @@
 
 # %% ../../nbs/10_ingest_loaders.ipynb #6c13950f
 from __future__ import annotations
-import dataclasses, hashlib, io, json, logging, os, re, select, subprocess, sys, time, zipfile, contextlib
+import dataclasses, hashlib, io, json, logging, os, re, select, subprocess, sys, threading, time, zipfile, contextlib
 from collections import Counter
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
@@ -548,7 +548,7 @@ def _serve():
 # %% ../../nbs/10_ingest_loaders.ipynb #06845359
 class ParserProcess:
     "Parses documents in a child process that is killed when one overruns its wall time; restarted on demand."
-    def __init__(self): self.proc = None
+    def __init__(self): self.proc, self.lock = None, threading.Lock()   # one request at a time
     def __repr__(self): return f"ParserProcess(pid={self.proc.pid if self.proc else None})"
 
     def _start(self):
@@ -579,6 +579,10 @@ def _read_line(fd:int, deadline:float) -> bytes|None:
 
 def _parse_in_child(self:ParserProcess, raw:bytes, name:str, kind:str, limits:Limits=Limits()):
     "Like `parse_document`, in the child process, stopped after `limits.seconds`."
+    with self.lock: return _exchange(self, raw, name, kind, limits)
+
+def _exchange(self:ParserProcess, raw, name, kind, limits):
+    "Send one request and wait for its answer."
     if self.proc is None or self.proc.poll() is not None: self._start()
     try:
         self.proc.stdin.write(json.dumps(dict(name=name, kind=kind, n=len(raw), limits=asdict(limits))).encode() + b"\n")
