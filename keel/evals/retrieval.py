@@ -50,35 +50,42 @@ def _second_embeddings(ctx, a):
     return ctx.embeddings_for(s)
 
 # %% ../../nbs/51_evals_retrieval.ipynb #f2f95184
+def _vector2(ctx, a, passages, cache) -> tuple[dict, dict]:
+    "The `vector2` system over the same passages with a second embedding model, or why it is skipped."
+    if not (a.embed2_path or a.embed2_endpoint):
+        why = "no second embedding model given (--embed2-path or --embed2-endpoint)"
+        return {}, ({"vector2": why} if a.systems and "vector2" in a.systems else {})
+    try:
+        emb2 = CachedEmbeddings(_second_embeddings(ctx, a), cache)
+        corpus = passages if passages is not None else passages_from_db(ctx.con)
+        return {"vector2": MemoryCorpus(corpus, emb2, name="vector2").vector}, {}
+    except (KeelError, OSError) as e: return {}, {"vector2": f"{type(e).__name__}: {e}"}
+
+def _write(res, a):
+    "The JSON, Markdown and TREC files the arguments ask for."
+    if a.json: a.json.parent.mkdir(parents=True, exist_ok=True); a.json.write_text(json.dumps(to_json(res), indent=1))
+    if a.markdown: a.markdown.parent.mkdir(parents=True, exist_ok=True); a.markdown.write_text(to_markdown(res))
+    for lv in LEVELS if a.run_dir else ():
+        write_trec_qrels(res, a.run_dir/f"{lv}.qrels", lv)
+        for s in res.systems: write_trec_run(res, s, a.run_dir/f"{_docno(s)}.{lv}.run", lv)
+
+# %% ../../nbs/51_evals_retrieval.ipynb #363a3500
 def _benchmark(a, make_ctx) -> int:
     _check(a)
-    ds, passages = load_beir(a.dataset,
-                             a.split, limit=a.limit) if Path(a.dataset).is_dir() else (load_dataset(a.dataset), None)
+    beir = Path(a.dataset).is_dir()
+    ds, passages = load_beir(a.dataset, a.split, limit=a.limit) if beir else (load_dataset(a.dataset), None)
     ctx = make_ctx()
     cache = a.cache or Path(ctx.settings.data_dir)/"cache"/"embeddings"
     source = ctx if passages is None else MemoryCorpus(passages, CachedEmbeddings(ctx.embeddings, cache), name=ds.id)
-    extra, skipped = {}, {}
-    if a.embed2_path or a.embed2_endpoint:
-        try:
-            emb2 = CachedEmbeddings(_second_embeddings(ctx, a), cache)
-            mc = MemoryCorpus(passages if passages is not None else passages_from_db(ctx.con), emb2, name="vector2")
-            extra["vector2"] = mc.vector
-        except (KeelError, OSError) as e: skipped["vector2"] = f"{type(e).__name__}: {e}"
-    elif a.systems and "vector2" in a.systems:
-        skipped["vector2"] = "no second embedding model given (--embed2-path or --embed2-endpoint)"
-    wanted = [s for s in a.systems if s not in skipped] if a.systems else None
-    res = run_benchmark(source, ds, systems=wanted, extra=extra, depth=a.depth)
+    extra, skipped = _vector2(ctx, a, passages, cache)
+    res = run_benchmark(source, ds, systems=[s for s in a.systems if s not in skipped] if a.systems else None,
+                        extra=extra, depth=a.depth)
     res.skipped.update(skipped)
     for m in (source, *extra.values()):
         emb = getattr(getattr(m, "__self__", m), "embeddings", None)
         if isinstance(emb, CachedEmbeddings) and emb.computed: emb.save()
     print(format_text(res))
-    if a.json: a.json.parent.mkdir(parents=True, exist_ok=True); a.json.write_text(json.dumps(to_json(res), indent=1))
-    if a.markdown: a.markdown.parent.mkdir(parents=True, exist_ok=True); a.markdown.write_text(to_markdown(res))
-    if a.run_dir:
-        for lv in LEVELS:
-            write_trec_qrels(res, a.run_dir/f"{lv}.qrels", lv)
-            for s in res.systems: write_trec_run(res, s, a.run_dir/f"{_docno(s)}.{lv}.run", lv)
+    _write(res, a)
     return EXIT_OK if res.passed else EXIT_FAILED
 
 def cli(argv:list[str], # the arguments after `keel eval retrieval`
