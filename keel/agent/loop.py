@@ -18,7 +18,7 @@ from .policy import Policy, decide
 from . import approvals as q
 
 # %% auto #0
-__all__ = ['STATUSES', 'AGENT_SYSTEM', 'STEP_LIMIT', 'AgentResult', 'AgentLoop', 'read_reply']
+__all__ = ['STATUSES', 'AGENT_SYSTEM', 'STEP_LIMIT', 'AgentResult', 'AgentLoop', 'read_reply', 'call_text', 'plain_turns']
 
 # %% ../../nbs/43_agent_loop.ipynb #e41e991a
 STATUSES = ("done", "awaiting_approval", "step_limit", "failed")
@@ -98,6 +98,15 @@ def read_reply(res:ChatResult) -> tuple[str, ToolCall|None]:
     text, calls = parse_tool_reply((res.content or "").strip())
     return (text.strip(), calls[0]) if calls else (text.strip(), None)
 
+def call_text(call:ToolCall) -> str:
+    "A tool call as the JSON protocol writes it (the assistant message's text; some servers refuse an empty one)."
+    return json.dumps({"tool": call.name, "arguments": call.arguments}, ensure_ascii=False)
+
+def plain_turns(messages:list[ChatMessage]) -> list[ChatMessage]:
+    "Tool traffic as plain turns for a JSON-mode endpoint: calls as assistant text, results as user text."
+    return [ChatMessage("user", f"Tool result: {m.content}") if m.role == "tool" else
+            ChatMessage(m.role, m.content) for m in messages]
+
 @patch
 def _turn(self:AgentLoop, state:dict) -> ChatResult:
     "Ask the model for the next step."
@@ -105,7 +114,7 @@ def _turn(self:AgentLoop, state:dict) -> ChatResult:
     kw = dict(temperature=self.temperature, max_tokens=self.max_tokens)
     try:
         if self.tool_mode == "json":
-            msgs = [ChatMessage("system", AGENT_SYSTEM + "\n" + tool_prompt(specs))] + state["messages"][1:]
+            msgs = [ChatMessage("system", AGENT_SYSTEM + "\n" + tool_prompt(specs))] + plain_turns(state["messages"][1:])
             return self.llm.chat(msgs, json_schema=bound_schema(tool_schema(specs), self.max_tokens), **kw)
         return self.llm.chat(state["messages"], tools=specs, **kw)
     except KeelError: raise
@@ -213,7 +222,7 @@ def _loop(self:AgentLoop, run_id:str, state:dict, user:User, question:str) -> Ag
                                                       args_sha256=q.args_digest(call.arguments) if call else None,
                                                       prompt_tokens=res.prompt_tokens, output_tokens=res.output_tokens))
         if call is None: return self._finish(run_id, state, user, question, "done", text)
-        state["messages"].append(ChatMessage("assistant", "", tool_calls=[call]))
+        state["messages"].append(ChatMessage("assistant", call_text(call), tool_calls=[call]))
         pending = self._handle(run_id, state, user, call)
         if pending: return self._await(run_id, state, pending)
         self._save(run_id, state, "running")
