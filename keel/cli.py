@@ -20,11 +20,15 @@ _DELEGATED = {   # command -> (module, its entry `f(argv, make_ctx) -> int`, hel
     "eval retrieval": ("keel.evals.retrieval", "cli", "ranked-retrieval benchmark with graded judgments"),
     "eval review": ("keel.evals.review", "cli", "evaluate a knowledge-base change against its git base"),
     "eval claims": ("keel.evals.claims", "cli", "replay typed claims across git checkpoints"),
-    "eval draft-golden": ("keel.evals.draft", "cli", "draft golden items from the ingested chunks with the deployment's model"),
-    "eval agent": ("keel.evals.agent", "cli", "run the agent golden tasks: task success, policy violations (gated), approvals"),
+    "eval draft-golden": ("keel.evals.draft", "cli",
+                          "draft golden items from the ingested chunks with the deployment's model"),
+    "eval agent": ("keel.evals.agent", "cli",
+                   "run the agent golden tasks: task success, policy violations (gated), approvals"),
     "eval robustness": ("keel.evals.robustness", "cli", "perturb the golden set (noise, missing evidence, counterfactuals, rewording, permissions, planted instructions, order) and gate"),
-    "agent": ("keel.agent.cli", "cli_agent", 'carry out a task with tools: keel agent "task" --user U --tags a,b | keel agent resume RUN'),
-    "approvals": ("keel.agent.cli", "cli_approvals", "review and decide pending write calls: list, show, approve, reject"),
+    "agent": ("keel.agent.cli", "cli_agent",
+              'carry out a task with tools: keel agent "task" --user U --tags a,b | keel agent resume RUN'),
+    "approvals": ("keel.agent.cli", "cli_approvals",
+                  "review and decide pending write calls: list, show, approve, reject"),
 }
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,7 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--head", help="a recorded head SEQ:HASH to detect truncation")
     e = sub.add_parser("export-log", help="export the ledger as JSONL")
     e.add_argument("out", type=Path)
-    e.add_argument("--inference", type=Path, metavar="FILE", help="also write the inference log as JSONL to FILE (identifiers redacted)")
+    e.add_argument("--inference", type=Path, metavar="FILE",
+                   help="also write the inference log as JSONL to FILE (identifiers redacted)")
     qa = sub.add_parser("quarantine", help="review and release chunks the injection screen quarantined")
     qs = qa.add_subparsers(dest="quarantine_command", metavar="ACTION", required=True)
     qs.add_parser("list", help="quarantined chunks with their reasons")
@@ -56,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--reason", required=True, help="why the passage is safe")
     sub.add_parser("ingest", help=_DELEGATED["ingest"][2], add_help=False)
     for k in ("agent", "approvals"): sub.add_parser(k, help=_DELEGATED[k][2], add_help=False)
-    p.eval_parser = sub.add_parser("eval", help="evaluation harness: run, retrieval, review, claims, draft-golden, agent")
+    p.eval_parser = sub.add_parser("eval", help="evaluation harness: " + ", ".join(k[5:] for k in _DELEGATED if k.startswith("eval ")))
     evs = p.eval_parser.add_subparsers(dest="eval_command", metavar="EVAL_COMMAND")
     for k, (_, _, h) in _DELEGATED.items():
         if k.startswith("eval "): evs.add_parser(k.split()[1], help=h, add_help=False)
@@ -86,7 +91,8 @@ def _command(parser, argv:list[str]):
     if args.command == "eval" and not args.eval_command: parser.eval_parser.print_help(); return EXIT_INVALID
     key = f"eval {args.eval_command}" if args.command == "eval" else args.command
     if key not in _DELEGATED and rest:
-        parser.print_usage(sys.stderr); print(f"keel: error: unrecognised arguments: {one_line(' '.join(rest))}", file=sys.stderr)
+        parser.print_usage(sys.stderr); print(f"keel: error: unrecognised arguments: {one_line(' '.join(rest))}",
+                                              file=sys.stderr)
         return EXIT_INVALID
     return args, key, rest
 
@@ -112,7 +118,8 @@ def main(argv:list[str]|None=None) -> int:
         print("keel: interrupted", file=sys.stderr); return 130
     except Exception as e:
         if os.environ.get("KEEL_DEBUG"): raise
-        print(f"keel: internal error: {type(e).__name__}: {one_line(e)} (set KEEL_DEBUG=1 for a traceback)", file=sys.stderr)
+        print(f"keel: internal error: {type(e).__name__}: {one_line(e)} (set KEEL_DEBUG=1 for a traceback)",
+              file=sys.stderr)
         return EXIT_FAILED
     finally:
         sys.stdout = out
@@ -156,7 +163,9 @@ def cmd_ask(args, make) -> int:
     schema = None
     if args.json_schema:
         try: schema = json.loads(Path(args.json_schema).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as e: raise InputError(f"cannot read JSON schema {args.json_schema}: {e}", fix="pass a readable JSON schema file") from None
+        except (OSError, ValueError) as e:
+            raise InputError(f"cannot read JSON schema {args.json_schema}: {e}",
+                             fix="pass a readable JSON schema file") from None
     tags = None if args.tags is None else [t.strip() for t in args.tags.split(",") if t.strip()]
     ans = make().answer_engine.answer(args.question, User(args.user, tags), json_schema=schema)
     if args.format == "json": print(json.dumps(ans.to_dict(), indent=2, default=str))
