@@ -244,7 +244,7 @@ def render_agent_report(p:dict) -> str:
 def write_agent_report(payload:dict, report_dir:Path|str) -> tuple[Path, Path]:
     "Write `agent-<stamp>.json/.html` and `latest-agent.*`; return the stamped paths."
     d = Path(report_dir); d.mkdir(parents=True, exist_ok=True)
-    js, page = json.dumps(payload, indent=1, default=str, ensure_ascii=False), render_agent_report(payload)
+    js, page = json.dumps(payload, default=str, ensure_ascii=False) + "\n", render_agent_report(payload)
     jp, hp = d/f"agent-{payload['stamp']}.json", d/f"agent-{payload['stamp']}.html"
     for p, text in ((jp, js), (hp, page), (d/"latest-agent.json", js), (d/"latest-agent.html", page)): p.write_text(text, encoding="utf-8")
     return jp, hp
