@@ -83,6 +83,7 @@ def _make_ctx(args):
     make.box = box
     return make
 
+# %% ../nbs/90_cli.ipynb #e7a93660
 def _command(parser, argv:list[str]):
     "(args, the command's key, its own arguments), or the exit code when the line was only help or a usage error."
     try: args, rest = parser.parse_known_args(argv)
@@ -103,6 +104,7 @@ def _run(key:str, args, rest:list[str], make) -> int:
     mod, fn, _ = _DELEGATED[key]
     return int(getattr(importlib.import_module(mod), fn)(rest, make) or EXIT_OK)
 
+# %% ../nbs/90_cli.ipynb #e144ace2
 def main(argv:list[str]|None=None) -> int:
     "Entry point of the `keel` command; returns the exit code."
     got = _command(build_parser(), sys.argv[1:] if argv is None else list(argv))
