@@ -43,6 +43,7 @@ def drop_widget_views(cells:list[dict]):
         outs = []
         for o in c.get("outputs", []):
             data = o.get("data", {})
+            if o.get("output_type") in ("execute_result", "display_data") and not data: continue   # an empty result
             if WIDGET in data:
                 data.pop(WIDGET)
                 if set(data) <= {"text/plain"}: continue   # nothing left worth keeping
