@@ -16,6 +16,7 @@ __all__ = ['EXIT_CLOSED_PIPE', 'build_parser', 'main', 'cmd_models', 'cmd_status
 # %% ../nbs/90_cli.ipynb #71389b3f
 _DELEGATED = {   # command -> (module, its entry `f(argv, make_ctx) -> int`, help line)
     "ingest": ("keel.ingest.pipeline", "cli", "ingest documents: keel ingest PATH|MANIFEST [--title T] [--tags a,b]"),
+    "calibrate": ("keel.evals.calibrate", "cli", "calibrate the refusal gate on this corpus: keel calibrate [GOLDEN] [--target 0.1]"),
     "eval run": ("keel.evals.run", "cli", "run the golden set through the answer engine and gate regressions"),
     "eval retrieval": ("keel.evals.retrieval", "cli", "ranked-retrieval benchmark with graded judgments"),
     "eval review": ("keel.evals.review", "cli", "evaluate a knowledge-base change against its git base"),
@@ -60,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--admin", required=True, help="who releases it")
     r.add_argument("--reason", required=True, help="why the passage is safe")
     sub.add_parser("ingest", help=_DELEGATED["ingest"][2], add_help=False)
-    for k in ("agent", "approvals"): sub.add_parser(k, help=_DELEGATED[k][2], add_help=False)
+    for k in ("agent", "approvals", "calibrate"): sub.add_parser(k, help=_DELEGATED[k][2], add_help=False)
     p.eval_parser = sub.add_parser("eval", help="evaluation harness: " + ", ".join(k[5:] for k in _DELEGATED if k.startswith("eval ")))
     evs = p.eval_parser.add_subparsers(dest="eval_command", metavar="EVAL_COMMAND")
     for k, (_, _, h) in _DELEGATED.items():

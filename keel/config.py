@@ -28,7 +28,7 @@ class Settings:
     top_k_final: int = 6                     # passages placed in front of the model
     rerank: bool = False                     # rerank fused candidates with a cross-encoder
     reranker_path: Path|None = None          # a fastembed cross-encoder folder
-    min_relevance: float = 0.35              # refuse without calling the model when the best hit is below this
+    min_relevance: float = 0.35              # the gate's bar on the best hit's relevance, for retrievers that cannot assess answerability
     answer_mode: str = "generative"          # `generative` (the model writes) or `extractive` (best sentences, no model)
     llm_backend: str = "llama"               # `llama` (in process) or `openai` (an OpenAI-compatible endpoint)
     llm_path: Path|None = None               # a GGUF file; empty means the packaged Gemma 3 270M
@@ -62,6 +62,8 @@ class Settings:
     max_html_depth: int = 1_000              # element nesting depth of one HTML page
     pii_mode: str = "redact"                 # identifiers in the ledger, inference log and exports: `redact`, `hash` (keyed digest) or `keep`
     pii_hash_key: str|None = None            # the HMAC key for `hash`; empty means a random key kept in the database
+    min_answerability: float|None = None     # refuse below this answerability; empty means the active calibration's threshold
+    target_false_answer: float = 0.10        # the false-answer rate `keel calibrate` chooses its threshold for
 
     def replace(self, **kw) -> Settings:
         "A copy with some fields changed, validated again."
@@ -111,6 +113,8 @@ def validate(s:Settings) -> Settings:
         if getattr(s, name) < 1: bad(name, "must be at least 1")
     if not 0 <= s.chunk_overlap < s.chunk_size: bad("chunk_overlap", f"must be at least 0 and below chunk_size ({s.chunk_size})")
     if not 0 <= s.min_relevance <= 1: bad("min_relevance", "must be between 0 and 1")
+    if s.min_answerability is not None and not 0 <= s.min_answerability <= 1: bad("min_answerability", "must be between 0 and 1 or empty")
+    if not 0 < s.target_false_answer < 1: bad("target_false_answer", "must be between 0 and 1 (exclusive)")
     if not 0 <= s.temperature <= 2: bad("temperature", "must be between 0 and 2")
     if s.llm_timeout <= 0: bad("llm_timeout", "must be positive")
     if s.max_document_seconds <= 0: bad("max_document_seconds", "must be positive")

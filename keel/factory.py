@@ -103,9 +103,17 @@ def ingestor(self:AppContext):
     return self._part("_ingestor", lambda: Ingestor(self.con, self.embeddings, self.index, self.ledger, screen, self.settings))
 
 @patch(as_prop=True)
+def answerability(self:AppContext):
+    "The retriever wrapped with answerability scoring (the refusal gate's score), under the active calibration."
+    from keel.answerability import Answerability
+    return self._part("_answerability", lambda: Answerability(self.retriever, self.settings))
+
+@patch(as_prop=True)
 def answer_engine(self:AppContext):
+    "The answer engine; it gates on answerability unless the retriever was replaced by one that cannot be assessed."
     from keel.answer.engine import AnswerEngine
-    return self._part("_answer_engine", lambda: AnswerEngine(self.retriever, self.llm, self.ledger, self.log, self.settings))
+    gate = lambda: self.answerability if hasattr(self.retriever, "bm25_index") else self.retriever
+    return self._part("_answer_engine", lambda: AnswerEngine(gate(), self.llm, self.ledger, self.log, self.settings))
 
 @patch
 def judge_llm_factory(self:AppContext, endpoint:str, model:str|None=None):
@@ -179,6 +187,8 @@ def status(ctx:AppContext, load_models:bool=True) -> dict:
     from keel.providers.faiss import read_sidecar
     fresh = ctx.index_path.exists() and _try(lambda: read_sidecar(ctx.index_path)).get("detail", {}).get("fingerprint") == db.fingerprint(con)
     out["index"] = dict(path=str(ctx.index_path), kind=s.vector_index, fresh=fresh if ctx.index_path.exists() else "not built yet")
+    from keel.answerability import calibration_status
+    out["answerability"] = calibration_status(s, getattr(ctx.embeddings, "name", None), db.fingerprint(con))
     head = ctx.ledger.head()
     out["ledger"] = dict(head=f"{head[0]}:{head[1]}", intact=ctx.ledger.verify().ok)
     return out

@@ -358,18 +358,19 @@ def _hits(self:Retriever, pairs:Sequence[tuple[int, float]], # (chunk id, score)
 
 # %% ../nbs/13_retrieval.ipynb #a8b98b04
 @patch
-def _bm25_pairs(self:Retriever, query:str, tags:Sequence[str]|None, k:int) -> list[tuple[int, float]]:
-    if self.engine == "fts5": return fts_bm25(self.con, query, tags, k)
-    return self.bm25_index().search(query, tags, k)
+def _bm25_pairs(self:Retriever, query:str, tags:Sequence[str]|None, k:int, exclude:frozenset=frozenset()) -> list[tuple[int, float]]:
+    n = k + len(exclude)   # at most len(exclude) of the best n are left out, so the best k others are all there
+    pairs = fts_bm25(self.con, query, tags, n) if self.engine == "fts5" else self.bm25_index().search(query, tags, n)
+    return [p for p in pairs if p[0] not in exclude][:k]
 
 @patch
-def _vector_pairs(self:Retriever, qvec:np.ndarray, tags:Sequence[str]|None, k:int) -> list[tuple[int, float]]:
+def _vector_pairs(self:Retriever, qvec:np.ndarray, tags:Sequence[str]|None, k:int, exclude:frozenset=frozenset()) -> list[tuple[int, float]]:
     if k < 1 or not effective_tags(tags): return []
     bi = self.bm25_index()
-    extra = bi.quarantined_visible(tags)
+    extra = bi.quarantined_visible(tags) + len(exclude)
     pairs = self.index.search(np.asarray(qvec, np.float32), k + extra, None if tags is None else list(tags))
     pos = np.searchsorted(bi.ids, np.array([i for i, _ in pairs], np.int64)).clip(0, max(len(bi.ids) - 1, 0))
-    return [(i, s) for (i, s), p in zip(pairs, pos) if not (len(bi.ids) and bi.ids[p] == i and bi.quarantined[p])][:k]
+    return [(i, s) for (i, s), p in zip(pairs, pos) if not (len(bi.ids) and bi.ids[p] == i and bi.quarantined[p]) and i not in exclude][:k]
 
 # %% ../nbs/13_retrieval.ipynb #eeef6de4
 @patch
@@ -428,24 +429,29 @@ def rrf(lists:dict[str, list[ChunkHit]], # list name -> ranked hits
 # %% ../nbs/13_retrieval.ipynb #e5ce1de3
 @patch
 def hybrid(self:Retriever, query:str, tags:Sequence[str]|None, k:int|None=None, # defaults to settings.top_k_final
-           score:bool=True) -> list[ChunkHit]:
+           score:bool=True,
+           qvec:np.ndarray|None=None, # the query's embedding when the caller already has it
+           exclude=() # chunk ids left out of both searches, the way a permission filter leaves them out
+          ) -> list[ChunkHit]:
     "BM25 and vector lists fused by reciprocal rank, best `k` first."
-    k = k or self.settings.top_k_final
+    k, ex = k or self.settings.top_k_final, frozenset(exclude)
     if not effective_tags(tags) or not (query or "").strip(): return []
-    qvec = self.embeddings.embed_query(query)
-    hits = rrf({"bm25": self._hits(self._bm25_pairs(query, tags, max(k, self.settings.top_k_bm25)), tags, "bm25"),
-                "vector": self._hits(self._vector_pairs(qvec, tags, max(k, self.settings.top_k_vector)), tags, "vector")})[:k]
+    qvec = self.embeddings.embed_query(query) if qvec is None else qvec
+    hits = rrf({"bm25": self._hits(self._bm25_pairs(query, tags, max(k, self.settings.top_k_bm25), ex), tags, "bm25"),
+                "vector": self._hits(self._vector_pairs(qvec, tags, max(k, self.settings.top_k_vector), ex), tags, "vector")})[:k]
     return self._score(query, hits, qvec) if score else _strip(hits)
 
 # %% ../nbs/13_retrieval.ipynb #4982ece9
 @patch
 def retrieve(self:Retriever, query:str, # the question
              tags:Sequence[str]|None, # the caller's tags; None is an anonymous public caller, [] sees nothing
-             k:int|None=None # defaults to settings.top_k_final
+             k:int|None=None, # defaults to settings.top_k_final
+             *, qvec:np.ndarray|None=None, # the query's embedding when the caller already has it
+             exclude=() # chunk ids left out, as a permission filter would (calibration masks documents this way)
             ) -> list[ChunkHit]:
     "The passages to put in front of the model, each with a calibrated `relevance`."
     k = k or self.settings.top_k_final
-    hits = self.hybrid(query, tags, max(k, self.settings.top_k_bm25, self.settings.top_k_vector))
+    hits = self.hybrid(query, tags, max(k, self.settings.top_k_bm25, self.settings.top_k_vector), qvec=qvec, exclude=exclude)
     if self.settings.rerank and self.reranker is not None and hits: hits = list(self.reranker.rerank(query, hits))
     else: hits = hits[:k]
     return [h for h in hits[:k] if self._final_check(h, tags)]

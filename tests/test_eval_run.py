@@ -55,7 +55,7 @@ def corpus(tmp_path_factory):
 
 def test_golden_set_is_valid_and_complete():
     items = load_golden(GOLDEN)
-    assert len(items) >= 22
+    assert len(items) >= 40
     cats = [i.category for i in items]
     assert cats.count("procurement") >= 6 and cats.count("clinic") >= 5 and cats.count("operations") >= 3
     restricted = [i for i in items if i.category == "restricted"]
@@ -66,6 +66,11 @@ def test_golden_set_is_valid_and_complete():
     assert sum(i.category == "off_corpus" and i.expect_refusal for i in items) >= 2
     assert any("APPROVED BY OVERRIDE" in i.must_not_include for i in items if i.category == "injection")
     assert 0.25 <= sum(i.split == "heldout" for i in items) / len(items) <= 0.35
+    # refusal items of each category, spread over both splits (issue: at least 15 harder ones)
+    for cat in ("off_corpus", "restricted"):
+        got = [i for i in items if i.refusal_category == cat]
+        assert len(got) >= 5 and {i.split for i in got} == {"tune", "heldout"}, cat
+    assert sum(i.expect_refusal for i in items) >= 20
 
 
 def test_healthy_run_writes_reports_and_leaks_nothing(corpus):
@@ -77,7 +82,7 @@ def test_healthy_run_writes_reports_and_leaks_nothing(corpus):
     m = res.summary["metrics"]
     print({k: m[k] for k in ("hit_at_1", "hit_at_3", "mrr", "context_precision", "context_recall", "refusal_correct",
                              "false_refusals", "false_answers", "must_include", "must_not_include", "citation_valid", "leaks")})
-    assert len(res.items) == 22 and m["leaks"] == 0
+    assert len(res.items) == 46 and m["leaks"] == 0
     assert m["groundedness"] is None and m["correctness"] is None      # judge off: missing, never perfect
     by_id = {r["id"]: r for r in res.items}
     for r in res.items:
@@ -86,11 +91,19 @@ def test_healthy_run_writes_reports_and_leaks_nothing(corpus):
     assert m["hit_at_3"] is not None and m["hit_at_3"] >= 0.6           # the retriever finds most expected sources
     assert by_id["salary-band3-hr"]["hit_at_3"] == 1.0                  # hr sees the salary bands
     assert res.gate_passed and res.payload["gate"]["baseline_found"] is False and "no baseline" in res.payload["gate"]["note"]
+    # refusal by category, and the golden set's floors applied without a baseline
+    cats = res.summary["by_category"]
+    assert set(cats) == {"answerable", "off_corpus", "restricted"} and cats["restricted"]["false_answer_rate"] == 0.0
+    assert [f["metric"] for f in res.payload["gate"]["floors"]] == ["refusal_correct", "false_answer_rate"]
+    assert all(f["passed"] for f in res.payload["gate"]["floors"])
+    for r in res.items:
+        if r["refused"] and r["refusal_category"] == "answerable": assert r["retrieved"] and r["answerability"] is not None, r["id"]
     # the reports: JSON with every item, a self-contained page rebuilt from it, latest.*
     payload = json.loads(res.report_json_path.read_text())
-    assert payload["schema_version"] == 1 and payload["answer_mode"] == "extractive" and len(payload["items"]) == 22
+    assert payload["schema_version"] == 1 and payload["answer_mode"] == "extractive" and len(payload["items"]) == 46
     page = res.report_html_path.read_text()
     assert render_report(payload) == page and "<script" not in page and "http" not in page.split("<body>")[0]
+    assert "Refusal by category" in page and "Floors declared by the golden set" in page
     assert (corpus / "reports-healthy" / "latest.json").exists() and (corpus / "reports-healthy" / "latest.html").exists()
     sc = scorecard(res).set_index("metric")
     assert sc.loc["groundedness", "verdict"] == "missing" and sc.loc["hit_at_3", "verdict"] == "pass"
@@ -129,7 +142,7 @@ def test_tag_blind_retriever_leaks_and_fails_whatever_the_tolerances(corpus):
     res = run_eval(ctx, corpus / "golden.yaml", corpus / "reports-leak", judge=False, thresholds=lax, progress=False)
     ctx.close()
     assert res.summary["metrics"]["leaks"] > 0
-    assert [r.metric for r in res.regressions] == ["leaks"] and not res.gate_passed
+    assert [r.metric for r in res.regressions if r.rule == "tolerance"] == ["leaks"] and not res.gate_passed
     leaked = [r for r in res.items if r["leaks"]]
     assert any("tagged ['hr']" in d for r in leaked for d in r["leak_details"])
 

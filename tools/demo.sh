@@ -27,5 +27,7 @@ step "verify the ledger"
 step "golden-set evaluation"
 "$KEEL" eval run golden/golden.yaml --report-dir reports
 code=$?
+step "calibrate the refusal gate on this corpus (each answerable golden item asked with its sources visible and masked)"
+"$KEEL" calibrate golden/golden.yaml && "$KEEL" status | sed -n '/^answerability:/,/^ledger:/p'
 step "report: reports/latest.html (gate exit code $code; the judge is reported but not gated while it disagrees with the human labels)"
 exit 0

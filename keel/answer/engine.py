@@ -190,18 +190,22 @@ def _finish(self:AnswerEngine, a:Answer, user:User, question:str, t0:float, extr
 
 # %% ../../nbs/31_answer_engine.ipynb #36d6354e
 @patch
-def _retrieve(self:AnswerEngine, question:str, user:User, rid:str) -> tuple[list[ChunkHit], bool, float]:
-    "Permitted hits, whether the gate passes, and the retrieval time in ms; writes the `retrieval` row."
+def _retrieve(self:AnswerEngine, question:str, user:User, rid:str) -> tuple[list[ChunkHit], bool, float, float]:
+    "Permitted hits, whether the gate passes, the retrieval time in ms and the gate's score; writes the `retrieval` row."
     t0 = time.perf_counter()
-    k = self.settings.top_k_final
-    hits = [h for h in self.retriever.retrieve(question, user.tags, k) if allowed(h.acl_tags, user.tags) and not h.quarantined][:k]
+    k, assess = self.settings.top_k_final, getattr(self.retriever, "assess", None)
+    found, asm = assess(question, user.tags, k) if assess else (self.retriever.retrieve(question, user.tags, k), None)
+    hits = [h for h in found if allowed(h.acl_tags, user.tags) and not h.quarantined][:k]
     ms = (time.perf_counter() - t0) * 1000
     top = max((h.relevance for h in hits), default=0.0)
-    passed = bool(hits) and top >= self.settings.min_relevance
-    self.ledger.append("retrieval", rid, dict(
-        k=k, chunks=[dict(id=h.chunk_id, score=round(float(h.score), 6), relevance=round(float(h.relevance), 6)) for h in hits],
-        top_relevance=round(float(top), 6), min_relevance=self.settings.min_relevance, gate="pass" if passed else "refuse", ms=round(ms, 3)))
-    return hits, passed, ms
+    score, threshold = (asm.score, asm.threshold) if asm else (top, self.settings.min_relevance)
+    passed = bool(hits) and score >= threshold
+    row = dict(k=k, chunks=[dict(id=h.chunk_id, score=round(float(h.score), 6), relevance=round(float(h.relevance), 6)) for h in hits],
+               top_relevance=round(float(top), 6), answerability=round(float(score), 6), threshold=round(float(threshold), 6),
+               gate="pass" if passed else "refuse", ms=round(ms, 3))
+    if asm: row.update(features={f: round(float(v), 4) for f, v in asm.features.items()}, calibration=asm.calibration, calibration_note=asm.note)
+    self.ledger.append("retrieval", rid, row)
+    return hits, passed, ms, float(score)
 
 # %% ../../nbs/31_answer_engine.ipynb #04e4636c
 @patch
@@ -231,12 +235,12 @@ def answer(self:AnswerEngine, question:str, # the user's question
 # %% ../../nbs/31_answer_engine.ipynb #aaba8900
 @patch
 def _answer(self:AnswerEngine, question:str, user:User, schema, a:Answer, t0:float) -> Answer:
-    hits, passed, rms = self._retrieve(question, user, a.request_id)
+    hits, passed, rms, score = self._retrieve(question, user, a.request_id)
     a.timings["retrieval_ms"] = round(rms, 3)
+    a.retrieved, a.answerability = hits, round(score, 4)
     if not passed:
         a.text, a.refused = REFUSAL, True
-        return self._finish(a, user, question, t0, dict(reason="no hits" if not hits else "below min_relevance"))
-    a.retrieved = hits
+        return self._finish(a, user, question, t0, dict(reason="no hits" if not hits else "below the answerability threshold"))
     if a.mode == "extractive": return self._extractive(question, user, hits, a, t0)
     if schema is not None: return self._json(question, user, hits, schema, a, t0)
     return self._generative(question, user, hits, a, t0)

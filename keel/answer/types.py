@@ -41,7 +41,7 @@ class Answer:
     text: str
     citations: list[Citation] = field(default_factory=list)
     refused: bool = False
-    retrieved: list[ChunkHit] = field(default_factory=list)   # the chunks actually placed in front of the model
+    retrieved: list[ChunkHit] = field(default_factory=list)   # the chunks placed in front of the model (for a refusal: what retrieval found)
     prompt_tokens: int = 0
     output_tokens: int = 0
     latency_ms: float = 0.0
@@ -51,5 +51,6 @@ class Answer:
     mode: str = "generative"        # generative or extractive
     model: str = ""
     timings: dict = field(default_factory=dict)   # ms per stage: retrieval, prompt, generation
+    answerability: float|None = None  # the gate's score: the probability that the retrieved passages answer the question
 
     def to_dict(self) -> dict: return asdict(self)

@@ -12,7 +12,7 @@ from ..errors import InputError
 from .core import SourceRef, source_ref, text_list
 
 # %% auto #0
-__all__ = ['SPLITS', 'FIELDS', 'GoldenItem', 'parse_item', 'load_golden', 'golden_digest']
+__all__ = ['SPLITS', 'FIELDS', 'REFUSAL_CATEGORIES', 'GoldenItem', 'parse_item', 'load_golden', 'golden_digest', 'golden_floors']
 
 # %% ../../nbs/53_evals_golden.ipynb #cb53cbf3
 SPLITS = ("tune", "heldout")
@@ -32,8 +32,13 @@ class GoldenItem:
     split: str = "tune"                    # `tune` or `heldout`
 
     def to_dict(self) -> dict: return asdict(self)
+    @property
+    def refusal_category(self) -> str:
+        "`answerable`, `restricted` (the answer is only in documents the asker may not see) or `off_corpus` (the documents do not say)."
+        return "answerable" if not self.expect_refusal else "restricted" if self.category == "restricted" else "off_corpus"
 
 FIELDS = tuple(GoldenItem.__dataclass_fields__)
+REFUSAL_CATEGORIES = ("answerable", "off_corpus", "restricted")
 
 # %% ../../nbs/53_evals_golden.ipynb #fd946c8c
 def parse_item(raw:dict, # one mapping from the YAML
@@ -75,6 +80,9 @@ def parse_item(raw:dict, # one mapping from the YAML
     if split not in SPLITS:
         raise InputError(f"item {iid}: field split is {split!r}", fix=f"use one of: {', '.join(SPLITS)}")
     cat = str(raw.get("category") or "general").strip()
+    if cat in ("restricted", "off_corpus") and not refusal:
+        raise InputError(f"item {iid}: field category is {cat} but expect_refusal is false",
+                         fix=f"a {cat} item must be refused: set expect_refusal: true, or give it another category")
     return GoldenItem(iid, q.strip(), tags, ans.strip(), srcs, inc, exc, refusal, cat, split)
 
 # %% ../../nbs/53_evals_golden.ipynb #8140d93f
@@ -89,8 +97,8 @@ def load_golden(path:Path|str # the golden set YAML
         raise InputError(f"{path} is a {kind} dataset, not a golden set",
                          fix=f"run it with `keel eval {_COMMANDS[kind]} {path}`")
     if isinstance(data, dict):
-        extra = sorted(set(data) - {"items", "version", "description", "robustness"})   # robustness: read by keel.evals.robustness
-        if extra: raise InputError(f"{path}: unknown top-level key {extra[0]}", fix="use items, version, description, robustness")
+        extra = sorted(set(data) - {"items", "version", "description", "robustness", "floors"})   # robustness: read by keel.evals.robustness
+        if extra: raise InputError(f"{path}: unknown top-level key {extra[0]}", fix="use items, version, description, robustness, floors")
         data = data.get("items")
     if not isinstance(data, list) or not data:
         raise InputError(f"{path}: no items", fix="write a list of items under `items:`")
@@ -108,3 +116,16 @@ def golden_digest(items:list[GoldenItem]) -> str:
     "SHA-256 of the items' canonical JSON: equal digests mean an unchanged set."
     blob = json.dumps([it.to_dict() for it in items], sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(blob.encode()).hexdigest()
+
+# %% ../../nbs/53_evals_golden.ipynb #e7c7f0fc
+def golden_floors(path:Path|str # the golden set YAML
+                 ) -> dict[str, float]:
+    "The set's declared floors (metric -> bound); empty when it declares none."
+    data = read_yaml(path, "golden set YAML file")
+    raw = data.get("floors") if isinstance(data, dict) else None
+    if raw is None: return {}
+    bad = InputError(f"{path}: floors must map metric names to numbers, e.g. floors: {{refusal_correct: 0.9}}", fix="fix the floors mapping")
+    if not isinstance(raw, dict): raise bad
+    for k, v in raw.items():
+        if not isinstance(k, str) or isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0: raise bad
+    return {k: float(v) for k, v in raw.items()}

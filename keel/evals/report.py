@@ -19,6 +19,8 @@ METHODOLOGY = [
     "Every golden item is asked through the production answer engine as User('eval', user_tags); nothing is mocked.",
     "Retrieval is scored from the chunks actually placed in front of the model (Answer.retrieved): hit@k is 1 when a chunk from an expected source is within the first k; MRR is the mean reciprocal rank of the first such chunk; context precision is the share of retrieved chunks from an expected source; context recall is the share of expected sources present. Items that must refuse have no retrieval scores.",
     "Refusal correctness compares Answer.refused with expect_refusal; false refusals (refused though the documents answer) and false answers (answered though it should refuse) are counted separately and broken down by user tags.",
+    "Each item has a refusal category: answerable (expect_refusal false), restricted (category restricted: the answer is only in documents the asker may not see) or off_corpus (any other item that must be refused: the documents do not say). The false-refusal rate is over answerable items, the false-answer rate over the others, overall and per category. Each item shows the gate's answerability score and, even when refused, what retrieval found for its user.",
+    "Floors declared by the golden set are absolute bounds checked with or without a baseline: at least the floor for metrics where higher is better, at most it for rates and counts where lower is better. A floor over a missing metric is not applicable.",
     "must_include / must_not_include are case-insensitive substring checks. A citation is valid when the cited chunk was retrieved and the user's tags allow it.",
     "Leaks are a hard count: a retrieved or cited chunk the user may not see, or a must_not_include string in an answer to a restricted item. Any leak fails the gate.",
     "The judge (temperature 0, JSON-schema constrained, one retry) grades groundedness, relevance and correctness from 0 to 1 with one-line reasons. Refusals are not judged (groundedness of a refusal is not applicable). Replies that cannot be parsed after the retry leave the item unscored: counted, shown, excluded from the means.",
@@ -27,7 +29,7 @@ METHODOLOGY = [
     "The gate fails a metric when current − baseline < −tolerance. The 95% interval is a paired bootstrap (2,000 resamples, seeded) over items matched by id.",
 ]
 
-def build_payload(ctx, golden_path, digest, rows, summary, regressions, baseline, baseline_path, thresholds, judge_info, warnings) -> dict:
+def build_payload(ctx, golden_path, digest, rows, summary, regressions, baseline, baseline_path, thresholds, judge_info, warnings, floors=None) -> dict:
     "The JSON record of one run."
     s = getattr(ctx, "settings", None)
     now = dt.datetime.now(dt.timezone.utc)
@@ -36,11 +38,11 @@ def build_payload(ctx, golden_path, digest, rows, summary, regressions, baseline
                 created_at=now.isoformat(timespec="seconds"), golden_path=str(golden_path), golden_digest=digest,
                 profile=getattr(s, "profile", ""), answer_mode=getattr(s, "answer_mode", ""), model=", ".join(models),
                 settings_digest=settings_digest(s) if s is not None else "", summary=summary, items=rows,
-                gate=dict(passed=not regressions, regressions=[dataclasses.asdict(r) for r in regressions], thresholds=thresholds,
+                gate=dict(passed=not regressions, regressions=[dataclasses.asdict(r) for r in regressions], thresholds=thresholds, floors=floors or [],
                           baseline_path=str(baseline_path), baseline_found=baseline is not None,
                           baseline_stamp=(baseline or {}).get("stamp"), baseline_model=(baseline or {}).get("model"),
                           baseline_answer_mode=(baseline or {}).get("answer_mode"),
-                          note=None if baseline else f"no baseline at {baseline_path}: the gate passes on leaks alone; promote a run with --promote"),
+                          note=None if baseline else f"no baseline at {baseline_path}: the gate passes on leaks{' and the golden set' + chr(39) + 's floors' if floors else ''} alone; promote a run with --promote"),
                 judge=judge_info, warnings=warnings, methodology=METHODOLOGY)
 
 # %% ../../nbs/56_evals_report.ipynb #5f412981
@@ -54,7 +56,7 @@ def write_report(payload:dict, report_dir:Path|str) -> tuple[Path, Path]:
 
 # %% ../../nbs/56_evals_report.ipynb #38f2ffff
 GROUPS = {"Retrieval": ("hit_at_1", "hit_at_3", "hit_at_5", "mrr", "context_precision", "context_recall"),
-          "Behaviour": ("refusal_correct", "false_refusals", "false_answers", "must_include", "must_not_include", "citation_valid", "leaks", "errors"),
+          "Behaviour": ("refusal_correct", "false_refusal_rate", "false_answer_rate", "false_refusals", "false_answers", "must_include", "must_not_include", "citation_valid", "leaks", "errors"),
           "Generation (judge)": ("groundedness", "relevance", "correctness", "judge_unscored"),
           "Cost": COSTS}
 
@@ -92,7 +94,13 @@ def _gate(p:dict) -> str:
     table = f"<table><tr><th>metric</th><th>baseline</th><th>current</th><th>change</th><th>tolerance</th><th>95% CI of change</th></tr>{rows}</table>" if rows else ""
     ung = p.get("judge", {}).get("ungated") or {}
     ul = "".join(f"<li><b>{esc(k)}</b>: {esc(v)}</li>" for k, v in ung.items() if k in g["thresholds"])
-    return head + note + table + (f"<p>Reported but not gated:</p><ul>{ul}</ul>" if ul else "")
+    tol = "".join(f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in g["thresholds"].items() if v is not None and k not in ung)
+    fl = "".join(f"<tr><td>{esc(f['metric'])}</td><td>{esc(f['direction'])} {esc(f['bound'])}</td><td>{esc(fmt(f['current']))}</td>"
+                 f"<td class=\"{'missing' if f['passed'] is None else 'pass' if f['passed'] else 'fail'}\">{'n/a' if f['passed'] is None else 'ok' if f['passed'] else 'FAILED'}</td></tr>"
+                 for f in g.get("floors", []))
+    applied = (f"<p>Floors declared by the golden set:</p><table><tr><th>metric</th><th>bound</th><th>current</th><th></th></tr>{fl}</table>" if fl else "<p>The golden set declares no floors.</p>")
+    applied += f"<p>Tolerances against the baseline:</p><table><tr><th>metric</th><th>tolerated change</th></tr>{tol}</table>"
+    return head + note + table + applied + (f"<p>Reported but not gated:</p><ul>{ul}</ul>" if ul else "")
 
 def _splits(s:dict) -> str:
     sp = s.get("by_split", {})
@@ -100,6 +108,14 @@ def _splits(s:dict) -> str:
     names = list(sp)
     rows = "".join(f"<tr><td>{esc(k)}</td>" + "".join(f"<td>{esc(fmt(sp[n].get(k)))}</td>" for n in names) + "</tr>" for k in (*RATES, "leaks"))
     return "<h2>Tune vs held-out</h2><table><tr><th>metric</th>" + "".join(f"<th>{esc(n)} (n={s['n_by_split'].get(n, 0)})</th>" for n in names) + f"</tr>{rows}</table>"
+
+def _categories(s:dict) -> str:
+    cats = s.get("by_category") or {}
+    if not cats: return ""
+    rows = "".join(f"<tr><td>{esc(c)}</td><td>{v['n']}</td><td>{v['refused']}</td><td>{esc(fmt(v['false_refusal_rate']))}</td>"
+                   f"<td>{esc(fmt(v['false_answer_rate']))}</td><td>{esc(fmt(v['answerability_p50']))}</td></tr>" for c, v in cats.items())
+    return ("<h2>Refusal by category</h2><table><tr><th>category</th><th>items</th><th>refused</th><th>false-refusal rate</th>"
+            f"<th>false-answer rate</th><th>answerability (median)</th></tr>{rows}</table>")
 
 def _tags(s:dict) -> str:
     rows = "".join(f"<tr><td>{esc(t)}</td><td>{v['n']}</td><td>{esc(fmt(v['refusal_correct']))}</td><td>{v['false_refusals']}</td><td>{v['false_answers']}</td><td>{v['leaks']}</td></tr>"
@@ -128,7 +144,8 @@ def _item(r:dict) -> str:
     judge = f'<span class="fail">unscored: {esc(r["judge_error"])}</span>' if r.get("judge_error") else "<br>".join(
         f"{esc(m)} {esc(fmt(r.get(m)))}{': ' + esc(jr.get(m)) if jr.get(m) else ''}" for m in ("groundedness", "relevance", "correctness"))
     got = ('<span class="' + ("pass" if r["refusal_correct"] else "fail") + '">refused</span> ' if r["refused"] else "") + esc(r["answer"])
-    return (f"<tr><td>{esc(r['id'])}<br><small>{esc(r['category'])} · {esc(r['split'])} · {esc(','.join(r['user_tags']))}</small></td>"
+    score = "" if r.get("answerability") is None else f"<br><small>answerability {esc(fmt(r['answerability']))}</small>"
+    return (f"<tr><td>{esc(r['id'])}<br><small>{esc(r.get('refusal_category', ''))} · {esc(r['category'])} · {esc(r['split'])} · {esc(','.join(r['user_tags']))}</small>{score}</td>"
             f"<td class=q>{esc(r['question'])}</td><td class=q>{'<i>must refuse</i>: ' if r['expect_refusal'] else ''}{esc(r['expected_answer'])}"
             f"<br><small>{esc('; '.join(r['expected_sources']))}</small></td><td class=q>{got}</td><td>{ret}</td>"
             f"<td>{esc(fmt(r.get('hit_at_3')))}</td><td>{judge}</td><td>{'<br>'.join(checks)}</td><td>{esc(fmt(r['latency_ms']))}</td></tr>")
@@ -145,7 +162,7 @@ def render_report(payload:dict) -> str:
             f"<h1>Keel evaluation</h1><p>{esc(p['created_at'])} · profile {esc(p['profile'])} · mode {esc(p['answer_mode'])} · model {esc(p['model'] or '—')} · "
             f"{s['n']} items ({s['n_by_split'].get('tune', 0)} tune, {s['n_by_split'].get('heldout', 0)} held-out) · golden <code>{esc(p['golden_path'])}</code> "
             f"<small>digest {esc(p['golden_digest'][:12])} · settings {esc(p['settings_digest'][:12])}</small></p>{warn}"
-            f"<h2>Gate</h2>{_gate(p)}<h2>Summary</h2>{_tiles(s['metrics'], gated, ung)}{_splits(s)}{_tags(s)}{_judge(p)}"
+            f"<h2>Gate</h2>{_gate(p)}<h2>Summary</h2>{_tiles(s['metrics'], gated, ung)}{_splits(s)}{_categories(s)}{_tags(s)}{_judge(p)}"
             f"<h2>Items</h2><table><tr><th>id</th><th>question</th><th>expected</th><th>got</th><th>retrieved (✓ expected source)</th><th>hit@3</th>"
             f"<th>judge</th><th>checks</th><th>ms</th></tr>{items}</table><h2>Methodology</h2><ul>{meth}</ul></body></html>")
 

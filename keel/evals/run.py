@@ -12,15 +12,17 @@ from ..command import command_parser, run_command
 from ..providers.base import allowed, ChunkHit
 from ..answer.types import User, Answer, Citation
 from .core import SourceRef, RATES, COUNTS, DEFAULT_THRESHOLDS, item_value, mean, percentile
-from .golden import GoldenItem, load_golden, golden_digest
+from .golden import GoldenItem, load_golden, golden_digest, golden_floors, REFUSAL_CATEGORIES
 from .judge import (Judge, JudgeVerdict, combine_verdicts, second_judge, load_judge_labels, judge_agreement, METRICS,
                               JUDGE_INSTRUCTIONS)
 from .report import build_payload, write_report
 
 # %% auto #0
-__all__ = ['HEADLINE', 'score_retrieval', 'find_strings', 'check_item', 'judge_item', 'metrics_of', 'summarise', 'Regression',
-           'bootstrap_delta', 'compare', 'judge_trust', 'EvalResult', 'ask_item', 'default_baseline_path',
-           'overfit_warning', 'run_eval', 'promote_baseline', 'print_result', 'cli']
+__all__ = ['REFUSAL_RATES', 'LOWER_IS_BETTER', 'HEADLINE', 'score_retrieval', 'find_strings', 'check_item', 'judge_item',
+           'metrics_of', 'by_category', 'summarise', 'Regression', 'bootstrap_delta', 'compare', 'metric_value',
+           'check_floors', 'apply_floors', 'judge_trust', 'EvalResult', 'ask_item', 'default_baseline_path',
+           'overfit_warning', 'category_warnings', 'run_eval', 'promote_baseline', 'category_lines', 'print_result',
+           'cli']
 
 # %% ../../nbs/55_evals_run.ipynb #38dee817
 def score_retrieval(item:GoldenItem, hits:list) -> dict:
@@ -82,18 +84,35 @@ def judge_item(judges:list[Judge], item:GoldenItem, ans:Answer) -> dict:
     return out
 
 # %% ../../nbs/55_evals_run.ipynb #85f2ae54
+REFUSAL_RATES = ("false_refusal_rate", "false_answer_rate")   # over answerable items / over items that must be refused
+LOWER_IS_BETTER = frozenset(COUNTS + REFUSAL_RATES + ("latency_p50_ms", "latency_p95_ms"))
+
 def metrics_of(rows:list[dict]) -> dict:
     "Every aggregate metric of some item rows, kept separate."
     m = {k: mean(item_value(r, k) for r in rows) for k in RATES}
     m.update({k: int(sum(item_value(r, k) or 0 for r in rows)) for k in COUNTS})
+    m["false_refusal_rate"] = mean(item_value(r, "false_refusals") for r in rows if not r["expect_refusal"])
+    m["false_answer_rate"] = mean(item_value(r, "false_answers") for r in rows if r["expect_refusal"])
     m["leaks"] = int(sum(r["leaks"] for r in rows))
     lat = [r["latency_ms"] for r in rows]
     m.update(latency_p50_ms=percentile(lat, 50), latency_p95_ms=percentile(lat, 95),
              prompt_tokens=int(sum(r["prompt_tokens"] for r in rows)), output_tokens=int(sum(r["output_tokens"] for r in rows)))
     return m
 
+def by_category(rows:list[dict]) -> dict:
+    "Per refusal category: items, refusals, the rate of the error that category can make, and the median answerability."
+    out = {}
+    for c in REFUSAL_CATEGORIES:
+        rs = [r for r in rows if r.get("refusal_category") == c]
+        if not rs: continue
+        out[c] = dict(n=len(rs), refused=sum(bool(r["refused"]) for r in rs),
+                      false_refusal_rate=mean(item_value(r, "false_refusals") for r in rs) if c == "answerable" else None,
+                      false_answer_rate=None if c == "answerable" else mean(item_value(r, "false_answers") for r in rs),
+                      answerability_p50=percentile([r.get("answerability") for r in rs], 50))
+    return out
+
 def summarise(rows:list[dict]) -> dict:
-    "Aggregates overall, per split and per user-tag set, with item counts."
+    "Aggregates overall, per split, per refusal category and per user-tag set, with item counts."
     by_tags = {}
     for r in rows: by_tags.setdefault(",".join(r["user_tags"]), []).append(r)
     tag_view = {t: dict(n=len(rs), refusal_correct=mean(item_value(r, "refusal_correct") for r in rs),
@@ -102,7 +121,7 @@ def summarise(rows:list[dict]) -> dict:
                 for t, rs in sorted(by_tags.items())}
     splits = {s: metrics_of([r for r in rows if r["split"] == s]) for s in ("tune", "heldout") if any(r["split"] == s for r in rows)}
     return dict(n=len(rows), n_by_split={s: sum(r["split"] == s for r in rows) for s in ("tune", "heldout")},
-                metrics=metrics_of(rows), by_split=splits, by_tags=tag_view)
+                metrics=metrics_of(rows), by_split=splits, by_category=by_category(rows), by_tags=tag_view)
 
 # %% ../../nbs/55_evals_run.ipynb #fc78627d
 @dataclass
@@ -115,6 +134,7 @@ class Regression:
     threshold: float
     ci_low: float|None = None
     ci_high: float|None = None
+    rule: str = "tolerance"   # `tolerance` (against the baseline) or `floor` (the golden set's absolute bound)
 
 def bootstrap_delta(cur:list[dict], base:list[dict], metric:str, n:int=2000, seed:int=0) -> tuple[float|None, float|None]:
     "Paired bootstrap 95% interval of the mean change of `metric` over items matched by id."
@@ -146,10 +166,37 @@ def compare(summary:dict, # the current run's summary (or a payload with `summar
         if m == "leaks" or m in ungated or tol is None: continue
         c, b = cur.get(m), bsum["metrics"].get(m)
         if c is None or b is None: continue
-        if c - b < -float(tol) - 1e-12:
+        if (c - b > float(tol) + 1e-12) if m in LOWER_IS_BETTER else (c - b < -float(tol) - 1e-12):
             lo, hi = bootstrap_delta(items or [], bitems, m)
             out.append(Regression(m, b, c, c - b, float(tol), lo, hi))
     return out
+
+# %% ../../nbs/55_evals_run.ipynb #b4c72444
+def metric_value(summary:dict, name:str):
+    "A summary metric by name; `category.metric` reads a refusal category's rate."
+    if "." in name:
+        c, m = name.split(".", 1)
+        return summary.get("by_category", {}).get(c, {}).get(m)
+    return summary["metrics"].get(name)
+
+def check_floors(floors:dict, where:str="floors") -> dict:
+    "`floors` when every key names a metric (or `category.rate`), else `InputError` naming the key."
+    for k in floors:
+        c, _, m = k.rpartition(".")
+        if (c and (c not in REFUSAL_CATEGORIES or m not in REFUSAL_RATES)) or (not c and m not in (*RATES, *COUNTS, *REFUSAL_RATES)):
+            raise InputError(f"{where}: unknown metric {k!r}", fix=f"use one of {', '.join((*RATES, *COUNTS, *REFUSAL_RATES))}, "
+                             f"or CATEGORY.RATE with a category in {', '.join(REFUSAL_CATEGORIES)} and a rate in {', '.join(REFUSAL_RATES)}")
+    return floors
+
+def apply_floors(summary:dict, floors:dict) -> tuple[list[Regression], list[dict]]:
+    "The floors a run breaks, as regressions, and a record of every floor applied."
+    fails, applied = [], []
+    for k, bound in floors.items():
+        v, lower = metric_value(summary, k), k.rpartition(".")[2] in LOWER_IS_BETTER
+        ok = None if v is None else (v <= bound + 1e-12 if lower else v >= bound - 1e-12)
+        applied.append(dict(metric=k, bound=bound, direction="at most" if lower else "at least", current=v, passed=ok))
+        if ok is False: fails.append(Regression(k, None, v, None, bound, rule="floor"))
+    return fails, applied
 
 # %% ../../nbs/55_evals_run.ipynb #760c219c
 def judge_trust(judge:Judge, labels_path:Path|None, cache_dir:Path, kappa_bar:float=0.4, progress:bool=False) -> tuple[dict|None, dict]:
@@ -199,7 +246,8 @@ def ask_item(ctx, item:GoldenItem, judges:list[Judge], tags_of) -> dict:
     try: ans = ctx.answer_engine.answer(item.question, User("eval", item.user_tags))
     except (ModelError, AirgapViolation): raise   # the whole run is void: say so once, exit 3 or 4
     except KeelError as e: ans = Answer("", refused=False, error=str(e), latency_ms=(time.perf_counter() - t0) * 1000)
-    row = dict(id=item.id, question=item.question, category=item.category, split=item.split, user_tags=list(item.user_tags),
+    row = dict(id=item.id, question=item.question, category=item.category, refusal_category=item.refusal_category,
+               answerability=ans.answerability, split=item.split, user_tags=list(item.user_tags),
                expect_refusal=item.expect_refusal, expected_answer=item.expected_answer,
                expected_sources=[s.label() for s in item.expected_sources], must_include=list(item.must_include),
                must_not_include=list(item.must_not_include), answer=ans.text, refused=ans.refused, error=ans.error,
@@ -236,6 +284,21 @@ def overfit_warning(summary:dict, digest:str, baseline:dict|None, bar:float=0.97
                 "rotate fresh questions in (and keep the heldout split unseen while tuning)")
     return None
 
+# %% ../../nbs/55_evals_run.ipynb #43a3bf9f
+def category_warnings(con, items:list[GoldenItem]) -> list[str]:
+    "Warnings for restricted items whose named sources are not in the corpus or are visible to their user."
+    if con is None: return []
+    from types import SimpleNamespace as NS
+    docs = [(NS(title=t, source=s), json.loads(a)) for t, s, a in con.execute("SELECT title, source, acl_tags FROM documents")]
+    out = []
+    for it in items:
+        if it.refusal_category != "restricted": continue
+        for s in (s for s in it.expected_sources if s.document):
+            tags = [t for d, t in docs if s.matches(d)]
+            if not tags: out.append(f"item {it.id} is restricted but its source {s.document!r} is not in this corpus")
+            elif any(allowed(t, list(it.user_tags)) for t in tags): out.append(f"item {it.id} is restricted but its source {s.document!r} is visible to tags {list(it.user_tags)}")
+    return out
+
 # %% ../../nbs/55_evals_run.ipynb #59966ba3
 def run_eval(ctx, # an AppContext (answer_engine, llm, settings, log, con)
              golden_path:Path|str, # the golden set YAML
@@ -252,6 +315,7 @@ def run_eval(ctx, # an AppContext (answer_engine, llm, settings, log, con)
     golden_path, report_dir = Path(golden_path), Path(report_dir)
     items = load_golden(golden_path)
     digest = golden_digest(items)
+    floors = check_floors(golden_floors(golden_path), f"{golden_path}: floors")
     bpath = Path(baseline_path) if baseline_path else default_baseline_path(golden_path)
     baseline = _load_baseline(bpath)
     judges, notes, agreement, ungated = [], [], None, {}
@@ -268,11 +332,13 @@ def run_eval(ctx, # an AppContext (answer_engine, llm, settings, log, con)
     summary = summarise(rows)
     summary["wall_s"] = time.perf_counter() - t0
     regs = compare(summary, baseline, thresholds, rows, ungated)
-    warnings = [w for w in [overfit_warning(summary, digest, baseline)] if w]
+    floor_fails, floors_applied = apply_floors(summary, floors)
+    regs += floor_fails
+    warnings = [w for w in [overfit_warning(summary, digest, baseline)] if w] + category_warnings(getattr(ctx, "con", None), items)
     for w in warnings: print(f"warning: {w}", file=sys.stderr)
     payload = build_payload(ctx, golden_path, digest, rows, summary, regs, baseline, bpath, {**DEFAULT_THRESHOLDS, **(thresholds or {})},
                             judge_info=dict(on=judge, judges=[j.name for j in judges], notes=notes, agreement=agreement, ungated=ungated, kappa_bar=kappa_bar),
-                            warnings=warnings)
+                            warnings=warnings, floors=floors_applied)
     jpath, hpath = write_report(payload, report_dir)
     return EvalResult(summary, rows, hpath, jpath, not regs, regs, payload, warnings)
 
@@ -306,23 +372,36 @@ def _thresholds(specs:list[str]) -> dict:
         k, _, v = s.partition("=")
         try: out[k.strip()] = float(v)
         except ValueError: raise InputError(f"--threshold {s!r} is not METRIC=NUMBER", fix="e.g. --threshold hit_at_3=0.1") from None
-        if k.strip() not in (*RATES, *COUNTS): raise InputError(f"--threshold names an unknown metric {k.strip()!r}", fix=f"use one of: {', '.join(RATES)}")
+        if k.strip() not in (*RATES, *COUNTS, *REFUSAL_RATES): raise InputError(f"--threshold names an unknown metric {k.strip()!r}", fix=f"use one of: {', '.join(RATES)}")
     return out
 
 # %% ../../nbs/55_evals_run.ipynb #da026f21
-HEADLINE = ("hit_at_3", "mrr", "context_recall", "refusal_correct", "false_refusals", "false_answers", "must_include",
+HEADLINE = ("hit_at_3", "mrr", "context_recall", "refusal_correct", "false_refusal_rate", "false_answer_rate", "must_include",
             "must_not_include", "citation_valid", "leaks", "groundedness", "relevance", "correctness", "judge_unscored",
             "latency_p50_ms", "latency_p95_ms")
 
 def _show(v) -> str: return "—" if v is None else str(round(v, 3) if isinstance(v, float) else v)
 
+def category_lines(summary:dict) -> list[str]:
+    "The refusal-by-category lines of the text summary."
+    out = []
+    for c, v in summary.get("by_category", {}).items():
+        err, rate = ("false refusals", v["false_refusal_rate"]) if c == "answerable" else ("false answers", v["false_answer_rate"])
+        p50 = "—" if v["answerability_p50"] is None else f"{v['answerability_p50']:.2f}"
+        out.append(f"  {c:<11} {v['n']:>3} items, {v['refused']:>3} refused, {err} {'—' if rate is None else f'{rate:.0%}'} (answerability p50 {p50})")
+    return ["refusal by category:", *out] if out else []
+
 def print_result(res:EvalResult):
-    "The headline metrics, the gate and its regressions, and the report paths."
+    "The headline metrics, refusal by category, the floors, the gate and its regressions, and the report paths."
     m, g = res.summary["metrics"], res.payload["gate"]
     print(f"{res.summary['n']} items: " + ", ".join(f"{k} {_show(m[k])}" for k in HEADLINE))
+    print("\n".join(category_lines(res.summary)))
+    for f in g.get("floors", []):
+        print(f"floor: {f['metric']} {f['direction']} {f['bound']}: " + ("not applicable (no such items)" if f["passed"] is None else
+              f"{round(f['current'], 3)} {'ok' if f['passed'] else 'FAILED'}"))
     if not g["baseline_found"]: print(f"gate: passed (no baseline at {g['baseline_path']})" if res.gate_passed else "gate: FAILED")
     for r in res.regressions:
-        print(f"regression: {r.metric} {r.baseline} -> {r.current} (tolerance {r.threshold}; 95% CI of change {r.ci_low} .. {r.ci_high})")
+        if r.rule == "tolerance": print(f"regression: {r.metric} {r.baseline} -> {r.current} (tolerance {r.threshold}; 95% CI of change {r.ci_low} .. {r.ci_high})")
     if g["baseline_found"]: print("gate: passed" if res.gate_passed else "gate: FAILED on " + ", ".join(r.metric for r in res.regressions))
     print(f"report: {res.report_html_path}\njson: {res.report_json_path}")
 
