@@ -1,9 +1,10 @@
 """Execute notebooks in place so that they are committed with their outputs (reports, benchmarks, panels).
 
-    .venv/bin/python tools/run_notebooks.py nbs/94_ui_dashboard.ipynb [more.ipynb ...] [--slow]
+    .venv/bin/python tools/run_notebooks.py nbs/94_ui_dashboard.ipynb [more.ipynb ...] [--slow] [--skip-text TEXT ...]
 
 Each notebook runs top to bottom in its own folder, as `nbdev_test` runs it, in one process (execnb). Cells flagged
-`#| slow` run only with `--slow`; `#| eval: false` cells never run. The outputs are written back, then `nbdev_clean`
+`#| slow` run only with `--slow`; `#| eval: false` cells never run; code cells containing a `--skip-text` string do not
+run either and say so in their output (for cells too heavy to run where the outputs are saved). The outputs are written back, then `nbdev_clean`
 strips counts and metadata (it keeps outputs in this project). Plotly figures are saved as their JSON mime bundle,
 which JupyterLab renders offline; a widget's live view cannot be saved (its state would live in notebook metadata,
 which `nbdev_clean` removes), so only the static picture Keel's panels add to their display data is kept. A failing
@@ -27,12 +28,16 @@ def directives(source:str) -> dict:
         out[m.group(1)] = m.group(2).strip()
     return out
 
-def skip(slow:bool):
-    "The preprocessor: True for cells not to run."
+NOT_RUN = "(not run when these outputs were saved: it loads the default model for many minutes; run it in JupyterLab or with make test-slow)\n"
+
+def skip(slow:bool, texts=()):
+    "The preprocessor: True for cells not to run (those skipped by `texts` get a line saying so)."
     def f(cell):
         if cell.cell_type != "code": return True
         d = directives(cell.source)
         if d.get("eval:", "").lower() == "false": return True
+        if any(t in cell.source for t in texts):
+            cell.outputs = [dict(output_type="stream", name="stdout", text=NOT_RUN)]; return True
         return "slow" in d and not slow
     return f
 
@@ -51,13 +56,13 @@ def drop_widget_views(cells:list[dict]):
         if "outputs" in c: c["outputs"] = outs
 
 
-def run(path:Path, slow:bool):
+def run(path:Path, slow:bool, texts=()):
     nb = read_nb(path)
     k = CaptureShell(path)
     cwd = os.getcwd(); os.chdir(path.parent)
     try:
         k.run("import plotly.io as _pio; _pio.renderers.default = 'plotly_mimetype'")
-        k.run_all(nb, exc_stop=True, preproc=skip(slow))
+        k.run_all(nb, exc_stop=True, preproc=skip(slow, texts))
     except Exception:
         sys.stderr.write(k.prettytb(fname=path) + "\n"); raise SystemExit(f"{path}: a cell failed; nothing written")
     finally: os.chdir(cwd)
@@ -72,10 +77,11 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("notebooks", nargs="+", type=Path)
     ap.add_argument("--slow", action="store_true", help="also run cells flagged `#| slow` (model-heavy: minutes)")
+    ap.add_argument("--skip-text", action="append", default=[], help="do not run code cells containing this text (repeatable)")
     a = ap.parse_args(argv)
     for p in a.notebooks:
         print(f"running {p}" + (" (with slow cells)" if a.slow else ""), flush=True)
-        run(p.resolve(), a.slow)
+        run(p.resolve(), a.slow, a.skip_text)
     subprocess.run([str(Path(sys.executable).parent/"nbdev_clean")], cwd=ROOT, check=True)
 
 
