@@ -193,3 +193,13 @@ def test_generative_run_with_judge(corpus):
         row = ctx.con.execute("SELECT scores FROM inference_log WHERE request_id=?", (scored[0]["request_id"],)).fetchone()
         assert json.loads(row[0])["groundedness"] == scored[0]["groundedness"]
     ctx.close()
+
+
+def test_committed_baseline_is_for_this_golden_set_and_the_default_configuration():
+    "`make demo` gates against golden/baseline.json: it must be a passing run of this very set in the default mode."
+    from keel.evals.golden import golden_digest
+    b = json.loads((GOLDEN.parent / "baseline.json").read_text())
+    assert b["golden_digest"] == golden_digest(load_golden(GOLDEN)), "golden.yaml changed: promote a new baseline (keel eval run --promote)"
+    assert b["answer_mode"] == "generative" and "gemma-3-270m" in b["model"] and b["gate"]["passed"]
+    assert b["summary"]["metrics"]["leaks"] == 0 and all(f["passed"] for f in b["gate"]["floors"])
+    assert "/work/" not in json.dumps(b) and "/tmp/" not in json.dumps(b)      # no machine paths in a committed file
