@@ -64,6 +64,7 @@ class Settings:
     pii_hash_key: str|None = None            # the HMAC key for `hash`; empty means a random key kept in the database
     min_answerability: float|None = None     # refuse below this answerability; empty means the active calibration's threshold
     target_false_answer: float = 0.10        # the false-answer rate `keel calibrate` chooses its threshold for
+    injection_screen: str = "learned"        # `learned` (the patterns plus the learned layer) or `heuristic` (the patterns alone)
 
     def replace(self, **kw) -> Settings:
         "A copy with some fields changed, validated again."
@@ -101,7 +102,7 @@ def _parse(name:str, raw:str, typ):
 # %% ../nbs/01_config.ipynb #7aba451c
 _CHOICES = dict(answer_mode=("generative","extractive"), llm_backend=("llama","openai"),
                 embed_backend=("fastembed","openai"), vector_index=("flat","hnsw"),
-                pii_mode=("redact","hash","keep"))
+                pii_mode=("redact","hash","keep"), injection_screen=("learned","heuristic"))
 
 def validate(s:Settings) -> Settings:
     "Check ranges, choices and relations between fields; return `s` or raise `ConfigError`."

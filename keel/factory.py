@@ -100,7 +100,9 @@ def retriever(self:AppContext):
 def ingestor(self:AppContext):
     from keel.ingest.pipeline import Ingestor
     from keel.safety.screen import screen
-    return self._part("_ingestor", lambda: Ingestor(self.con, self.embeddings, self.index, self.ledger, screen, self.settings))
+    from keel.safety.learned import screen_learned
+    scr = screen_learned if self.settings.injection_screen == "learned" else screen
+    return self._part("_ingestor", lambda: Ingestor(self.con, self.embeddings, self.index, self.ledger, scr, self.settings))
 
 @patch(as_prop=True)
 def answerability(self:AppContext):

@@ -1,0 +1,82 @@
+"""The learned injection screen: its labelled set, the shipped weights, the held-out figures, and ingest using it."""
+import json
+from pathlib import Path
+import pytest
+from keel.safety.learned import load_screen_set, default_model, screen_learned, fit_screen, load_model
+from keel.safety.screen import screen, evaluate_screen, load_injection_set, Verdict
+
+ROOT = Path(__file__).resolve().parent.parent
+SET = ROOT / "golden/safety/screen_set.jsonl"
+
+@pytest.fixture(scope="module")
+def items(): return load_screen_set(SET)
+
+def test_the_set_is_large_varied_and_split_by_template(items):
+    inj = [i for i in items if i["label"] == "injection"]
+    ben = [i for i in items if i["label"] == "benign"]
+    assert len(inj) >= 1000 and len(ben) >= len(inj)
+    assert {i["family"] for i in inj} >= {"override", "paraphrase", "multilingual", "split", "markup", "encoded", "roleplay",
+                                          "transcript", "exfiltration", "citation"}
+    assert {i["kind"] for i in ben} >= {"security_policy", "helpdesk", "legal", "quoted_attack", "procedure"}
+    assert len({i["lang"] for i in items}) >= 5
+    split_of = {}
+    for i in items: split_of.setdefault(i["template"], set()).add(i["split"])
+    assert all(len(s) == 1 for s in split_of.values()), "a template's passages must all be on one side of the split"
+    assert len({i["id"] for i in items}) == len(items)
+
+def test_the_set_is_what_its_generator_writes(items):
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("make_screen_set", ROOT / "golden/safety/make_screen_set.py")
+    gen = importlib.util.module_from_spec(spec); spec.loader.exec_module(gen)
+    assert gen.dump(gen.build()) == SET.read_text(encoding="utf-8"), "run python golden/safety/make_screen_set.py and commit the result"
+
+def test_the_shipped_model_was_fitted_on_the_train_split_only(items):
+    m = default_model()
+    assert m.meta["n"] == sum(i["split"] == "train" for i in items)
+    assert 0.5 <= m.threshold < 1 and len(m.weights) > 1000
+
+# Floors measured on the held-out split (nbs/24_safety_report.ipynb), set a little below the figures so a
+# regression fails while one changed passage does not.
+HELD_OUT = dict(recall_both=0.68, fpr_learned=0.02)
+
+def test_held_out_recall_and_false_positives(items):
+    held = [i for i in items if i["split"] == "held_out"]
+    m = default_model()
+    both = evaluate_screen(held, screen_learned)
+    alone = evaluate_screen(held, lambda t: Verdict(0, [], m.prob(t) >= m.threshold))
+    pats = evaluate_screen(held, screen)
+    assert both["recall"] >= HELD_OUT["recall_both"], both["recall"]
+    assert both["recall"] >= pats["recall"] and both["fp"] >= pats["fp"]   # the layer only adds quarantines
+    assert alone["fpr"] <= HELD_OUT["fpr_learned"], (alone["fpr"], alone["false_positives"])
+
+def test_the_layer_never_lifts_a_pattern_quarantine():
+    for it in load_injection_set(ROOT / "golden/safety/injection_set.yaml"):
+        if screen(it["text"]).quarantine: assert screen_learned(it["text"]).quarantine, it["id"]
+
+def test_ingest_uses_the_learned_screen_by_default(tmp_path):
+    from keel.factory import build_context
+    from keel.config import load_settings
+    with build_context(load_settings(dotenv=None, data_dir=tmp_path)) as ctx:
+        assert ctx.ingestor.screen is screen_learned
+    with build_context(load_settings(dotenv=None, data_dir=tmp_path, injection_screen="heuristic")) as ctx:
+        assert ctx.ingestor.screen is screen
+
+def test_unreadable_weights_are_a_clear_error(tmp_path):
+    bad = tmp_path / "w.json"; bad.write_text("{not json")
+    with pytest.raises(Exception, match="KEEL_INJECTION_SCREEN=heuristic"): load_model(bad)
+
+@pytest.mark.slow
+def test_the_shipped_weights_are_reproducible(items):
+    m, shipped = fit_screen([i for i in items if i["split"] == "train"]), default_model()
+    assert abs(m.threshold - shipped.threshold) < 1e-4 and abs(m.bias - shipped.bias) < 1e-3
+    top = sorted(shipped.weights, key=lambda k: -abs(shipped.weights[k]))[:200]
+    assert all(abs(m.weights.get(k, 0) - shipped.weights[k]) < 1e-3 for k in top)
+
+def test_the_fixture_corpus_has_one_quarantined_chunk_its_planted_injection():
+    import yaml
+    from keel.ingest.loaders import load
+    from keel.ingest.chunking import chunk_document
+    docs = yaml.safe_load((ROOT / "golden/corpus/manifest.yaml").read_text())["documents"]
+    chunks = [c.text for d in docs for c in chunk_document(load(ROOT / "golden/corpus" / d["path"]), 800, 120)]
+    flagged = [t for t in chunks if screen_learned(t).quarantine]
+    assert len(flagged) == 1 and "Ignore previous instructions" in flagged[0], [t[:80] for t in flagged]
