@@ -27,8 +27,7 @@ def deployment(keel_cmd, tmp_path):
 def _ask_and_export(keel_cmd, d, tmp_path, mode, question=QUESTION):
     env = {"KEEL_ANSWER_MODE": "extractive", "KEEL_PII_MODE": mode}
     r = keel_cmd("--data-dir", d, "ask", question, "--user", "jo", env=env)
-    assert r.returncode == 0, r.stderr
-    assert "four weeks" in r.stdout, r.stdout
+    assert r.returncode == 0, r.stderr   # answered or refused: either way the request is recorded
     r = keel_cmd("--data-dir", d, "export-log", tmp_path / "ledger.jsonl", "--inference", tmp_path / "log.jsonl", env=env)
     assert r.returncode == 0, r.stderr
     assert "inference-log rows" in r.stdout
