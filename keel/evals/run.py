@@ -399,6 +399,9 @@ def print_result(res:EvalResult):
     for f in g.get("floors", []):
         print(f"floor: {f['metric']} {f['direction']} {f['bound']}: " + ("not applicable (no such items)" if f["passed"] is None else
               f"{round(f['current'], 3)} {'ok' if f['passed'] else 'FAILED'}"))
+    ungated = (res.payload.get("judge") or {}).get("ungated") or {}
+    tol = ", ".join(f"{k} {v}" for k, v in g["thresholds"].items() if v is not None and k not in ungated)
+    if g["baseline_found"]: print(f"tolerances against the baseline: {tol}")
     if not g["baseline_found"]: print(f"gate: passed (no baseline at {g['baseline_path']})" if res.gate_passed else "gate: FAILED")
     for r in res.regressions:
         if r.rule == "tolerance": print(f"regression: {r.metric} {r.baseline} -> {r.current} (tolerance {r.threshold}; 95% CI of change {r.ci_low} .. {r.ci_high})")
