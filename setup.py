@@ -24,6 +24,8 @@ if cfg.get('pip_requirements'): requirements += shlex.split(cfg.get('pip_require
 min_python = cfg['min_python']
 lic = licenses.get(cfg['license'].lower(), (cfg['license'], None))
 dev_requirements = (cfg.get('dev_requirements') or '').split()
+# optional extras: `extras_NAME = req ...` in settings.ini becomes `pip install keel[NAME]`
+extras = {k[len('extras_'):]: shlex.split(v) for k, v in cfg.items() if k.startswith('extras_')}
 
 package_data = dict()
 pkg_data = cfg.get('package_data', None)
@@ -44,7 +46,7 @@ setuptools.setup(
     packages = setuptools.find_packages(include=[cfg['lib_name'], cfg['lib_name']+'.*']),
     include_package_data = True,
     install_requires = requirements,
-    extras_require={ 'dev': dev_requirements },
+    extras_require={ 'dev': dev_requirements, **extras },
     dependency_links = cfg.get('dep_links','').split(),
     python_requires  = '>=' + cfg['min_python'],
     long_description = open('README.md', encoding='utf-8').read(),

@@ -65,6 +65,9 @@ class Settings:
     min_answerability: float|None = None     # refuse below this answerability; empty means the active calibration's threshold
     target_false_answer: float = 0.10        # the false-answer rate `keel calibrate` chooses its threshold for
     injection_screen: str = "learned"        # `learned` (the patterns plus the learned layer) or `heuristic` (the patterns alone)
+    executor: str = "local"                  # where embedding batches, eval items and benchmark queries run: `local` or `ray`
+    ray_address: str|None = None             # a Ray cluster (`host:6379`); empty starts a private local one; remote needs a token
+    ray_workers: int|None = None             # Ray actors per task; empty means one per CPU the cluster offers
 
     def replace(self, **kw) -> Settings:
         "A copy with some fields changed, validated again."
@@ -102,7 +105,7 @@ def _parse(name:str, raw:str, typ):
 # %% ../nbs/01_config.ipynb #7aba451c
 _CHOICES = dict(answer_mode=("generative","extractive"), llm_backend=("llama","openai"),
                 embed_backend=("fastembed","openai"), vector_index=("flat","hnsw"),
-                pii_mode=("redact","hash","keep"), injection_screen=("learned","heuristic"))
+                pii_mode=("redact","hash","keep"), injection_screen=("learned","heuristic"), executor=("local","ray"))
 
 def validate(s:Settings) -> Settings:
     "Check ranges, choices and relations between fields; return `s` or raise `ConfigError`."
@@ -122,6 +125,7 @@ def validate(s:Settings) -> Settings:
     if s.llm_prompt_style not in (None, "chat", "completion"): bad("llm_prompt_style", "must be chat, completion or empty")
     if s.llm_threads is not None and s.llm_threads < 1: bad("llm_threads", "must be at least 1")
     if s.agent_result_chars < 1: bad("agent_result_chars", "must be at least 1")
+    if s.ray_workers is not None and s.ray_workers < 1: bad("ray_workers", "must be at least 1")
     if s.llm_backend == "openai" and not s.llm_endpoint: bad("llm_endpoint", "is required when KEEL_LLM_BACKEND=openai")
     if s.embed_backend == "openai" and not s.embed_endpoint: bad("embed_endpoint", "is required when KEEL_EMBED_BACKEND=openai")
     return s

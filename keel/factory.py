@@ -5,7 +5,7 @@
 # %% ../nbs/80_factory.ipynb #aa06c088
 from __future__ import annotations
 import time, os
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 from .config import Settings, get_settings
 from .errors import KeelError, ModelError
@@ -102,7 +102,20 @@ def ingestor(self:AppContext):
     from keel.safety.screen import screen
     from keel.safety.learned import screen_learned
     scr = screen_learned if self.settings.injection_screen == "learned" else screen
-    return self._part("_ingestor", lambda: Ingestor(self.con, self.embeddings, self.index, self.ledger, scr, self.settings))
+    return self._part("_ingestor", lambda: Ingestor(self.con, self.ingest_embeddings, self.index, self.ledger, scr, self.settings))
+
+@patch(as_prop=True)
+def executor(self:AppContext):
+    "Where embedding batches, golden items and benchmark queries run (KEEL_EXECUTOR): in process, or on Ray."
+    from keel.executor import make_executor
+    return self._part("_executor", lambda: make_executor(self.settings))
+
+@patch(as_prop=True)
+def ingest_embeddings(self:AppContext):
+    "The ingest's embeddings: the model itself, or its batches on the executor's workers."
+    if not self.executor.remote: return self.embeddings
+    from keel.scaleout import RemoteEmbeddings
+    return self._part("_ingest_embeddings", lambda: RemoteEmbeddings(self.executor, self.settings, self.embeddings))
 
 @patch(as_prop=True)
 def answerability(self:AppContext):
@@ -116,6 +129,14 @@ def answer_engine(self:AppContext):
     from keel.answer.engine import AnswerEngine
     gate = lambda: self.answerability if hasattr(self.retriever, "bm25_index") else self.retriever
     return self._part("_answer_engine", lambda: AnswerEngine(gate(), self.llm, self.ledger, self.log, self.settings))
+
+@patch
+def remote_job(self:AppContext, name:str # a job of `keel.scaleout`: `eval_items` or `retrieval_systems`
+              ):
+    "That job bound to this context when the executor is remote (engines then hand it their items), else None."
+    if not self.executor.remote: return None
+    from keel import scaleout
+    return partial(getattr(scaleout, name), self)
 
 @patch
 def judge_llm_factory(self:AppContext, endpoint:str, model:str|None=None):
@@ -132,6 +153,7 @@ def embeddings_for(self:AppContext, settings:Settings):
 def close(self:AppContext):
     "Stop the ingest parser process and close the database connection; the context cannot be used afterwards."
     if "_ingestor" in self.__dict__: self.__dict__["_ingestor"].close()
+    if "_executor" in self.__dict__: self.__dict__.pop("_executor").close()
     if self.con is not None: self.con.close(); self.con = None
 
 @patch

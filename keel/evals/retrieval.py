@@ -77,10 +77,13 @@ def _benchmark(a, make_ctx) -> int:
     ctx = make_ctx()
     cache = a.cache or Path(ctx.settings.data_dir)/"cache"/"embeddings"
     source = ctx if passages is None else MemoryCorpus(passages, CachedEmbeddings(ctx.embeddings, cache), name=ds.id)
+    job = ctx.remote_job("retrieval_systems") if passages is None and hasattr(ctx, "remote_job") else None
+    if job: source, remote_skipped = job(ds, a.depth)   # KEEL_EXECUTOR=ray: the queries run on workers
     extra, skipped = _vector2(ctx, a, passages, cache)
     res = run_benchmark(source, ds, systems=[s for s in a.systems if s not in skipped] if a.systems else None,
                         extra=extra, depth=a.depth)
     res.skipped.update(skipped)
+    if job: res.skipped.update({s: r for s, r in remote_skipped.items() if not a.systems or s in a.systems})
     for m in (source, *extra.values()):
         emb = getattr(getattr(m, "__self__", m), "embeddings", None)
         if isinstance(emb, CachedEmbeddings) and emb.computed: emb.save()

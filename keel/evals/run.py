@@ -328,7 +328,8 @@ def run_eval(ctx, # an AppContext (answer_engine, llm, settings, log, con)
     else: ungated = {m: "judge off for this run" for m in METRICS}
     tags_of = _chunk_tags(getattr(ctx, "con", None))
     t0 = time.perf_counter()
-    rows = [ask_item(ctx, it, judges, tags_of) for it in tqdm(items, desc="golden set", disable=not progress)]
+    job = ctx.remote_job("eval_items") if hasattr(ctx, "remote_job") else None   # KEEL_EXECUTOR=ray: items on workers
+    rows = job(items, judge) if job else [ask_item(ctx, it, judges, tags_of) for it in tqdm(items, desc="golden set", disable=not progress)]
     summary = summarise(rows)
     summary["wall_s"] = time.perf_counter() - t0
     regs = compare(summary, baseline, thresholds, rows, ungated)

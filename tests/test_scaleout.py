@@ -1,0 +1,170 @@
+"""Scale-out: ingest embedding, golden items and benchmark queries through an executor give the in-process results.
+
+Two executors stand in for a cluster. `PickledExecutor` is a FAKE remote executor: it runs here, but every task and
+item travels through pickle and every task is set up afresh, so a job only works if it ships what a remote worker needs
+and brings back only data; it makes the head-side code (replay of ledger and log rows, vectors written in the head's
+transaction, rankings scored on the head) testable in the fast suite. The Ray tests use a real private Ray cluster
+(`ray.init(address="local", num_cpus=1, include_dashboard=False)`), one actor, tiny data; the whole-corpus Ray
+comparisons are `slow`.
+"""
+import json, os, pickle, shutil
+from pathlib import Path
+import numpy as np
+import pytest
+from keel.config import load_settings
+from keel.factory import build_context
+from keel.executor import InProcessExecutor, RayExecutor, DieOnce, Task
+from keel.evals.run import run_eval
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN = ROOT / "golden" / "golden.yaml"
+MANIFEST = ROOT / "golden" / "corpus" / "manifest.yaml"
+FIXTURE = ROOT / "golden" / "retrieval" / "fixture.yaml"
+VOLATILE = ("_ts", "ms", "latency_ms", "seconds", "embed_seconds", "judge_ms", "wall_s")
+
+
+class PickledExecutor(InProcessExecutor):
+    "A FAKE remote executor: tasks and items are pickled and set up afresh, results pickled back."
+    remote = True
+    def map(self, task, items, progress=None):
+        t = pickle.loads(pickle.dumps(task)); t.setup()
+        return [pickle.loads(pickle.dumps(t.run(pickle.loads(pickle.dumps(it))))) for it in items]
+
+
+def make_ctx(data_dir, executor=None):
+    ctx = build_context(load_settings(env={}, dotenv=None, data_dir=data_dir, answer_mode="extractive"))
+    if executor is not None: ctx.__dict__["_executor"] = executor
+    return ctx
+
+
+def strip(x, ids):
+    "x without timings and timestamps, request ids renamed in order of appearance."
+    if isinstance(x, dict): return {k: strip(v, ids) for k, v in x.items() if k not in VOLATILE and not k.startswith("latency")}
+    if isinstance(x, list): return [strip(v, ids) for v in x]
+    if isinstance(x, str) and len(x) == 32 and all(c in "0123456789abcdef" for c in x): return ids.setdefault(x, f"req{len(ids)}")
+    return x
+
+
+def ledger_rows(con):
+    ids = {}
+    return [strip([k, rid, json.loads(p)], ids) for k, rid, p in con.execute("SELECT kind, request_id, payload FROM ledger ORDER BY seq")]
+
+
+def log_rows(con):
+    ids = {}
+    cols = "request_id, user, tags, mode, question, retrieved, answer, refused, citations, scores"
+    return [strip(list(r), ids) for r in con.execute(f"SELECT {cols} FROM inference_log ORDER BY id")]
+
+
+def vectors(con):
+    return {r[0]: np.frombuffer(r[1], np.float32) for r in con.execute("SELECT id, embedding FROM chunks ORDER BY id")}
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory):
+    "The fixture corpus ingested twice: in process (`local`) and through the fake remote executor (`remote`)."
+    root = tmp_path_factory.mktemp("scaleout")
+    for name, ex in (("local", None), ("remote", PickledExecutor())):
+        ctx = make_ctx(root / name, ex)
+        res = ctx.ingestor.ingest_manifest(MANIFEST, progress=False)
+        assert all(r.status == "added" for r in res), [r.line for r in res]
+        ctx.close()
+    shutil.copy(GOLDEN, root / "golden.yaml")
+    return root
+
+
+def test_ingest_through_an_executor_writes_the_same_chunks_vectors_and_ledger(pair):
+    a, b = (make_ctx(pair / n) for n in ("local", "remote"))
+    va, vb = vectors(a.con), vectors(b.con)
+    assert len(va) > 10 and va.keys() == vb.keys()
+    assert max(float(np.abs(va[k] - vb[k]).max()) for k in va) < 1e-5
+    assert ledger_rows(a.con) == ledger_rows(b.con)
+    a.close(); b.close()
+
+
+def test_remote_ingest_uses_remote_embeddings(tmp_path):
+    ctx = make_ctx(tmp_path / "d", PickledExecutor())
+    assert type(ctx.ingestor.embeddings).__name__ == "RemoteEmbeddings"
+    assert type(make_ctx(tmp_path / "e").ingestor.embeddings).__name__ == "FastEmbedEmbeddings"
+
+
+def test_eval_run_through_an_executor_scores_and_records_the_same(pair):
+    out = {}
+    for name, ex in (("local", None), ("remote", PickledExecutor())):
+        ctx = make_ctx(pair / name, ex)
+        n0 = ctx.con.execute("SELECT max(seq) FROM ledger").fetchone()[0]
+        res = run_eval(ctx, pair / "golden.yaml", pair / f"reports-{name}", judge=False, progress=False)
+        led = [r for r in ledger_rows(ctx.con)][n0:]
+        out[name] = (res, led, log_rows(ctx.con))
+        ctx.close()
+    (ra, la, ga), (rb, lb, gb) = out["local"], out["remote"]
+    assert ra.summary["n"] == 22 and strip(ra.summary["metrics"], {}) == strip(rb.summary["metrics"], {})
+    assert strip(ra.items, {}) == strip(rb.items, {})
+    assert len(la) >= 3 * 22 and la == lb            # request, retrieval and answer rows for every item, in item order
+    assert len(ga) == 22 and ga == gb
+
+
+def test_eval_worker_refuses_another_database(pair, tmp_path):
+    from keel.scaleout import EvalItemTask
+    from keel.errors import ConfigError
+    ctx = make_ctx(pair / "local")
+    task = EvalItemTask(ctx.settings, judge=False, fingerprint="not-the-head")
+    with pytest.raises(ConfigError, match="differs from the head"): task.setup()
+    ctx.close()
+
+
+def test_retrieval_benchmark_through_an_executor_ranks_the_same(pair, tmp_path):
+    from keel.evals.retrieval import cli
+    for name, ex in (("local", None), ("remote", PickledExecutor())):
+        code = cli([str(FIXTURE), "--json", str(tmp_path / f"{name}.json")], lambda: make_ctx(pair / "local", ex))
+        assert code in (0, 1)
+    a, b = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("local", "remote"))
+    assert a["systems"] and strip(a, {}) == strip(b, {})
+
+
+# ---------------------------------------------------------------- a real Ray cluster
+
+def start_ray(tmp_path):
+    "A private one-CPU Ray cluster, or a skip naming why when this machine cannot start one in time."
+    pytest.importorskip("ray", reason="Ray is not installed (pip install 'keel[ray]')")
+    ex = RayExecutor("local", workers=1, num_cpus=1)
+    for attempt in (1, 2):
+        try: ex._ray(); return ex
+        except Exception as e:
+            ex.close()
+            if "timed out during startup" not in str(e): raise
+            import ray; ray.shutdown()
+    pytest.skip("Ray could not start a local cluster in time on this machine (its raylet timed out during startup twice)")
+
+
+def test_ray_executor_retries_a_dead_worker_and_embeds_like_in_process(tmp_path):
+    from keel.scaleout import RemoteEmbeddings
+    from keel.factory import make_embeddings
+    ex = start_ray(tmp_path)
+    try:
+        assert ex.map(DieOnce(str(tmp_path / "flag"), 2), [1, 2, 3]) == [2, 4, 6]    # the worker died on item 2, once
+        assert (tmp_path / "flag").exists()
+        s = load_settings(env={}, dotenv=None, data_dir=tmp_path / "d")
+        texts = ["three written quotes", "the records officer", "backups run nightly", "an open tender"]
+        remote = RemoteEmbeddings(ex, s, make_embeddings(s), batch=2)
+        assert np.abs(remote.embed(texts) - make_embeddings(s).embed(texts)).max() < 1e-5
+    finally: ex.close()
+
+
+@pytest.mark.slow
+def test_ray_whole_fixture_corpus_and_golden_set_match_in_process(pair, tmp_path):
+    ex = start_ray(tmp_path)
+    try:
+        ctx = make_ctx(tmp_path / "ray", ex)
+        ctx.ingestor.ingest_manifest(MANIFEST, progress=False)
+        va, vb = vectors(make_ctx(pair / "local").con), vectors(ctx.con)
+        assert va.keys() == vb.keys() and max(float(np.abs(va[k] - vb[k]).max()) for k in va) < 1e-5
+        local = make_ctx(pair / "local")
+        n0 = local.con.execute("SELECT max(seq) FROM ledger").fetchone()[0]
+        ra = run_eval(local, pair / "golden.yaml", tmp_path / "ra", judge=False, progress=False)
+        m0 = ctx.con.execute("SELECT max(seq) FROM ledger").fetchone()[0]
+        rb = run_eval(ctx, pair / "golden.yaml", tmp_path / "rb", judge=False, progress=False)
+        assert strip(ra.items, {}) == strip(rb.items, {})
+        assert ledger_rows(local.con)[n0:] == ledger_rows(ctx.con)[m0:]
+        local.close(); ctx.close()
+    finally: ex.close()
