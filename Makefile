@@ -10,7 +10,7 @@ STAMP := $(VENV)/.keel-installed
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 DEMO_DIR ?= .keel/demo
 
-.PHONY: install demo test test-fast test-slow bench readme clean-demo lab browser notebooks
+.PHONY: install demo test test-fast test-slow bench readme clean-demo lab browser notebooks docs
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -47,10 +47,16 @@ browser:
 	      || { tail -5 /tmp/keel-chromium.log; echo "could not install chromium: the browser tests will be skipped"; }; \
 	  else echo "chromium is missing (install Debian's chromium): the browser tests will be skipped"; fi; }
 
-# export/clean must leave notebooks and the library unchanged, then notebook tests, then end-to-end tests
+# the documentation site, offline, into _docs/ (nbdev's processors + mkdocs; no Quarto)
+docs: install
+	$(PY) tools/build_docs.py
+
+# export/clean must leave notebooks and the library unchanged, then notebook tests, the docs site,
+# then end-to-end tests (the docs and panel tests open pages in a browser)
 test: install browser
 	$(PY) tools/check_clean.py
 	$(BIN)/nbdev_test --n_workers 2 --do_print
+	$(PY) tools/build_docs.py
 	$(BIN)/pytest -q tests
 
 test-slow: install
