@@ -30,7 +30,7 @@ NBS, PROC, SRC, OUT = ROOT/'nbs', ROOT/'_proc', ROOT/'_docsrc', ROOT/'_docs'
 
 # Navigation by layer, as in the module map: (section, first notebook number, last notebook number).
 LAYERS = [('Base', 0, 4), ('Providers', 5, 9), ('Ingest and retrieval', 10, 19), ('Safety and observability', 20, 28),
-          ('Answers', 29, 39), ('Agent', 40, 49), ('Evaluation', 50, 69), ('Panels', 70, 79),
+          ('Answers', 29, 39), ('Agent', 40, 48), ('Evaluation', 49, 69), ('Panels', 70, 79),
           ('Context and command line', 80, 99)]
 DIRECTIVE = re.compile(r'^\s*#\|\s*([\w-]+)\s*:?\s*(.*?)\s*$')
 
