@@ -30,8 +30,8 @@ NBS, PROC, SRC, OUT = ROOT/'nbs', ROOT/'_proc', ROOT/'_docsrc', ROOT/'_docs'
 
 # Navigation by layer, as in the module map: (section, first notebook number, last notebook number).
 LAYERS = [('Base', 0, 4), ('Providers', 5, 9), ('Ingest and retrieval', 10, 19), ('Safety and observability', 20, 28),
-          ('Answers', 29, 39), ('Agent', 40, 48), ('Evaluation', 49, 69), ('Panels', 70, 79),
-          ('Context and command line', 80, 99)]
+          ('Answers', 29, 39), ('Agent', 40, 48), ('Evaluation', 49, 79), ('Context and command line', 80, 90),
+          ('Panels', 91, 99)]
 DIRECTIVE = re.compile(r'^\s*#\|\s*([\w-]+)\s*:?\s*(.*?)\s*$')
 
 
