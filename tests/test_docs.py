@@ -72,6 +72,7 @@ def test_module_page_shows_api(site, browser):
     text = page.locator('article').inner_text()
     assert 'Retriever.retrieve' in text and 'fts_query' in text     # show_doc for exported symbols
     assert '#| export' not in text and '#| hide' not in text and 'nbdev_export' not in text
+    assert '{target=' not in text                                   # Quarto link attributes are not shown raw
 
 
 def test_evaluation_notebook_page_shows_results(site, browser):

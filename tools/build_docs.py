@@ -75,6 +75,10 @@ def clean_output(out):
     "One output as the static site can show it; None to drop it."
     data = out.get('data')
     if data is None: return out
+    if 'text/markdown' in data:     # show_doc writes Quarto link attributes: `[source](url){target="_blank" ...}`
+        md = ''.join(data['text/markdown']) if isinstance(data['text/markdown'], list) else data['text/markdown']
+        data = {**data, 'text/markdown': re.sub(r'\)\{[^}\n]*\}', ')', md)}
+        out = {**out, 'data': data}
     if 'application/vnd.plotly.v1+json' in data:
         return {**out, 'data': {'text/html': plotly_html(data['application/vnd.plotly.v1+json'])}}
     if 'application/vnd.jupyter.widget-view+json' in data:
@@ -188,7 +192,7 @@ def mkdocs_config(nav):
         'theme': {'name': 'material', 'font': False, 'features': ['navigation.sections', 'search.highlight']},
         'plugins': [
             'search',
-            {'mkdocs-jupyter': {'include_source': False, 'execute': False, 'ignore_h1_titles': True,
+            {'mkdocs-jupyter': {'include_source': False, 'execute': False, 'ignore_h1_titles': True, 'no_prompt': True,
                                 'remove_tag_config': {'remove_input_tags': ['remove_input']},
                                 'custom_mathjax_url': 'javascripts/no-mathjax.js', 'include_requirejs': False}}],
         'extra_javascript': ['javascripts/plotly.min.js'],
