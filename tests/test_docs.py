@@ -105,3 +105,14 @@ def test_link_check_finds_what_breaks_an_offline_site(tmp_path):
     assert sorted(problems) == sorted(['a.html: missing anchor b.html#y', 'a.html: broken link missing.html',
                                        'b.html: external asset https://cdn.example.org/lib.js',
                                        'b.html: external asset https://unpkg.com/x/embed.js'])
+
+
+def test_links_to_nbdevs_site_point_at_this_sites_pages():
+    sys.path.insert(0, str(ROOT/'tools'))
+    from build_docs import local_links
+    host = 'https://example.org/keel'
+    docs = {'retrieval': {'retriever', 'retriever.retrieve'}, 'evals_core': {'sourceref'}}
+    text = (f'[a]({host}/retrieval.html#retriever.retrieve) [b]({host}/evals_core.html#sourceref.matches) '
+            f'[c]({host}/airgap.html#_spy) [d]({host}/db.html)')
+    assert local_links(text, host, docs) == ('[a](retrieval.html#retrieverretrieve) [b](evals_core.html#sourceref) '
+                                             '[c](airgap.html) [d](db.html)')

@@ -121,7 +121,7 @@ def page(nb, name):
         c = clean_cell(c)
         if c is not None: cells.append(c)
     title, desc = fm.get('title') or name, fm.get('description')
-    head = f'# {title}' + (f'\n\n> {desc}' if desc else '')
+    head = plain_headings(f'# {title}') + (f'\n\n> {desc}' if desc else '')
     cells.insert(0, {'cell_type': 'markdown', 'metadata': {}, 'source': head})
     # saved widget state makes the renderer load a widget manager from a CDN; the page shows snapshots instead
     meta = {k: v for k, v in nb.get('metadata', {}).items() if k != 'widgets'}
@@ -133,13 +133,24 @@ def slug(name):
     return re.sub(r'^\d+[a-z]?_', '', name)
 
 
-def local_links(text, host):
+def documented(nb):
+    "The names a processed notebook documents with `show_doc` (its headings in markdown outputs), lower-cased."
+    names = set()
+    for c in nb['cells']:
+        for o in c.get('outputs', []):
+            md = o.get('data', {}).get('text/markdown', '')
+            names |= {m.lower() for m in re.findall(r'^#{2,4} +(\S+)', ''.join(md) if isinstance(md, list) else md, re.M)}
+    return names
+
+
+def local_links(text, host, docs=None):
     "Links nbdev wrote to the Quarto site's address, pointed at this site's pages and anchors instead."
     def local(m):
-        page, anchor = m.group(1), m.group(2) or ''
-        # the renderer's ids drop dots (`Retriever.retrieve` -> `retrieverretrieve`); private names have no section
-        anchor = '' if anchor.startswith('#_') else anchor.replace('.', '').lower()
-        return f'{page}.html{anchor}'
+        page, anchor = m.group(1), (m.group(2) or '').lower()
+        if anchor.startswith('#_'): anchor = ''                        # private names have no section
+        elif docs is not None and '.' in anchor and anchor[1:] not in docs.get(page, set()):
+            anchor = anchor.split('.')[0]                             # a method without its own section: its class
+        return f'{page}.html{anchor.replace(".", "")}'                # the renderer's ids drop dots
     return re.sub(re.escape(host.rstrip('/')) + r'/([\w.-]+)\.html(#[\w.-]+)?', local, text)
 
 
@@ -170,9 +181,10 @@ def write_pages():
     if SRC.exists(): shutil.rmtree(SRC)
     SRC.mkdir()
     sections, n = {}, 0
-    for f in sorted(PROC.glob('*.ipynb')):
-        if f.name.startswith('_'): continue
-        nb, title = page(json.loads(local_links(f.read_text(), host)), f.stem)
+    files = [f for f in sorted(PROC.glob('*.ipynb')) if not f.name.startswith('_')]
+    docs = {slug(f.stem): documented(json.loads(f.read_text())) for f in files}
+    for f in files:
+        nb, title = page(json.loads(local_links(f.read_text(), host, docs)), f.stem)
         name = 'index' if f.stem == 'index' else slug(f.stem)
         (SRC/f'{name}.ipynb').write_text(json.dumps(nb, indent=1))
         n += 1
