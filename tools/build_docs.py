@@ -26,7 +26,8 @@ from urllib.parse import urlparse, unquote
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-NBS, PROC, SRC, OUT = ROOT/'nbs', ROOT/'_proc', ROOT/'_docsrc', ROOT/'_docs'
+NBS, PROC, BUILD, OUT = ROOT/'nbs', ROOT/'_proc', ROOT/'_docsrc', ROOT/'_docs'
+SRC, THEME = BUILD/'docs', BUILD/'overrides'
 
 # Navigation by layer, as in the module map: (section, first notebook number, last notebook number).
 LAYERS = [('Base', 0, 4), ('Providers', 5, 9), ('Ingest and retrieval', 10, 19), ('Safety and observability', 20, 28),
@@ -178,8 +179,8 @@ def write_pages():
     "Clean pages into `_docsrc/` and the navigation, by layer; returns (nav, number of pages)."
     from nbdev.config import get_config
     host = get_config().doc_host + get_config().doc_baseurl
-    if SRC.exists(): shutil.rmtree(SRC)
-    SRC.mkdir()
+    if BUILD.exists(): shutil.rmtree(BUILD)
+    SRC.mkdir(parents=True)
     sections, n = {}, 0
     files = [f for f in sorted(PROC.glob('*.ipynb')) if not f.name.startswith('_')]
     docs = {slug(f.stem): documented(json.loads(f.read_text())) for f in files}
@@ -188,7 +189,7 @@ def write_pages():
         name = 'index' if f.stem == 'index' else slug(f.stem)
         (SRC/f'{name}.ipynb').write_text(json.dumps(nb, indent=1))
         n += 1
-        if name != 'index': sections.setdefault(layer_of(f.stem) or 'Other', []).append({title: f'{name}.ipynb'})
+        if name != 'index': sections.setdefault(layer_of(f.stem) or 'Other', []).append({title.replace('`', ''): f'{name}.ipynb'})
     order = [t for t, _, _ in LAYERS] + ['Other']
     nav = [{'Home': 'index.ipynb'}] + [{t: sections[t]} for t in order if t in sections]
     return nav, n
@@ -201,23 +202,26 @@ def mkdocs_config(nav):
     return {
         'site_name': cfg.title, 'site_description': cfg.description, 'docs_dir': str(SRC), 'site_dir': str(OUT),
         'use_directory_urls': False, 'strict': True, 'nav': nav,
-        'theme': {'name': 'material', 'font': False, 'features': ['navigation.sections', 'search.highlight']},
+        'theme': {'name': 'material', 'font': False, 'custom_dir': str(THEME), 'features': ['navigation.sections', 'search.highlight']},
         'plugins': [
             'search',
             {'mkdocs-jupyter': {'include_source': False, 'execute': False, 'ignore_h1_titles': True, 'no_prompt': True,
                                 'remove_tag_config': {'remove_input_tags': ['remove_input']},
                                 'custom_mathjax_url': 'javascripts/no-mathjax.js', 'include_requirejs': False}}],
-        'extra_javascript': ['javascripts/plotly.min.js'],
         'markdown_extensions': ['tables', 'admonition', {'toc': {'permalink': True}}],
     }
 
 
 def copy_assets():
-    "plotly.js from the installed plotly package and an empty MathJax stand-in: nothing from a CDN."
+    "plotly.js from the installed plotly package (loaded in every page's head) and an empty MathJax stand-in."
     import plotly
     js = SRC/'javascripts'; js.mkdir(exist_ok=True)
     shutil.copy(Path(plotly.__file__).parent/'package_data'/'plotly.min.js', js/'plotly.min.js')
     (js/'no-mathjax.js').write_text('// the notebooks use no TeX; MathJax is not loaded from a CDN\n')
+    # plotly.js in the head: a figure's inline script draws it as soon as the page reaches it
+    THEME.mkdir(parents=True, exist_ok=True)
+    (THEME/'main.html').write_text('{% extends "base.html" %}\n{% block extrahead %}'
+                                   '<script src="{{ \'javascripts/plotly.min.js\' | url }}"></script>{% endblock %}\n')
 
 
 SCRIPT_URL = re.compile(r'''["'](https?:)?//[^"'\s]+\.(?:js|css)\b[^"']*["']''')
@@ -258,10 +262,10 @@ def check_links(site=OUT):
     return len(pages), problems
 
 
-def build():
+def build(reuse_proc:bool=False):
     "Processors, pages, mkdocs, link check; returns the number of problems."
     t0 = time.time()
-    run_nbdev_processors()
+    if not (reuse_proc and PROC.exists()): run_nbdev_processors()
     nav, n = write_pages()
     copy_assets()
     cfg_file = ROOT/'_docsrc.mkdocs.yml'
@@ -279,5 +283,6 @@ def build():
 
 
 if __name__ == '__main__':
-    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
-    sys.exit(1 if build() else 0)
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--reuse-proc', action='store_true', help="keep _proc/ from the last build (quick, after a change to this script)")
+    sys.exit(1 if build(ap.parse_args().reuse_proc) else 0)
