@@ -44,6 +44,7 @@ def lab(tmp_path_factory):
         nb = json.loads((ROOT/"nbs"/f"{n}.ipynb").read_text())
         nb["metadata"]["kernelspec"] = dict(name="python3", display_name="Python 3 (ipykernel)", language="python")
         (root/"nbs"/f"{n}.ipynb").write_text(json.dumps(nb))
+        (root/"nbs"/f"saved_{n}.ipynb").write_text(json.dumps(nb))   # opened without running: the committed outputs
     quiet = root/".settings"/"@jupyterlab"/"apputils-extension"   # no news or update prompts over the panels
     quiet.mkdir(parents=True); (quiet/"notification.jupyterlab-settings").write_text('{"fetchNews": "false", "checkForUpdates": false}')
     port, token = free_port(), secrets.token_hex(16)
@@ -183,10 +184,24 @@ def test_dashboard_filters_items_and_shows_an_item(browser, lab):
     assert total > 5
     dash.locator(".keel-filter-category select").select_option("restricted")
     sync_api.expect(dash.locator(".keel-items")).not_to_contain_text(f"{total} of {total} items")
-    cats = dash.locator(".keel-items-table tr td:nth-child(2)").all_inner_texts()
+    cats = [c.strip() for c in dash.locator(".keel-items-table tr td:nth-child(2)").all_text_contents()]
     assert cats and set(cats) == {"restricted"} and len(cats) < total
     dash.locator(".keel-item-picker select").select_option(index=0)
     sync_api.expect(dash.locator(".keel-item-detail")).to_contain_text("Retrieved")
     sync_api.expect(dash.locator(".keel-trend .js-plotly-plot")).to_have_count(1, timeout=30_000)
     shot(dash, "ui-dashboard.png")
+    page.close()
+
+
+@pytest.mark.parametrize("name,text", [("94_ui_dashboard", "Items of the latest run"), ("92_ui_chat", "Salary Bands 2026"),
+                                       ("93_ui_approvals", "we have paper")])
+def test_committed_outputs_show_the_panels_without_a_kernel_run(browser, lab, name, text):
+    "A reader who opens a panel notebook without running it sees the static pictures saved with it."
+    page = browser.new_page(viewport=dict(width=1400, height=2400))
+    page.goto(f"{lab.url}/lab/workspaces/saved_{name}/tree/nbs/saved_{name}.ipynb?reset&token={lab.token}")
+    snap = page.locator(".keel-snapshot").first
+    sync_api.expect(snap).to_be_visible(timeout=60_000)
+    assert text in " ".join(page.locator(".keel-snapshot").all_inner_texts())
+    assert page.get_by_text("Error displaying widget").count() == 0
+    shot(snap, f"ui-saved-{name}.png")
     page.close()
