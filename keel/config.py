@@ -68,6 +68,13 @@ class Settings:
     executor: str = "local"                  # where embedding batches, eval items and benchmark queries run: `local` or `ray`
     ray_address: str|None = None             # a Ray cluster (`host:6379`); empty starts a private local one; remote needs a token
     ray_workers: int|None = None             # Ray actors per task; empty means one per CPU the cluster offers
+    fusion: str = "rrf"                      # hybrid fusion: `rrf` (weighted reciprocal rank) or `convex` (normalised scores)
+    fusion_weight: float = 0.5               # the vector list's share of the fusion, 0..1 (0.5: both alike)
+    rrf_k: int = 60                          # reciprocal rank fusion constant
+    bm25_title_weight: float = 1.0           # weight of the document title against the text inside BM25
+    prf_docs: int = 0                        # RM3 feedback on the BM25 side: rows read (0 turns it off)
+    prf_terms: int = 10                      # RM3 expansion terms
+    prf_keep: float = 0.5                    # RM3 weight of the original query
 
     def replace(self, **kw) -> Settings:
         "A copy with some fields changed, validated again."
@@ -105,7 +112,8 @@ def _parse(name:str, raw:str, typ):
 # %% ../nbs/01_config.ipynb #7aba451c
 _CHOICES = dict(answer_mode=("generative","extractive"), llm_backend=("llama","openai"),
                 embed_backend=("fastembed","openai"), vector_index=("flat","hnsw"),
-                pii_mode=("redact","hash","keep"), injection_screen=("learned","heuristic"), executor=("local","ray"))
+                pii_mode=("redact","hash","keep"), injection_screen=("learned","heuristic"), executor=("local","ray"),
+                fusion=("rrf","convex"))
 
 def validate(s:Settings) -> Settings:
     "Check ranges, choices and relations between fields; return `s` or raise `ConfigError`."
@@ -128,6 +136,10 @@ def validate(s:Settings) -> Settings:
     if s.ray_workers is not None and s.ray_workers < 1: bad("ray_workers", "must be at least 1")
     if s.llm_backend == "openai" and not s.llm_endpoint: bad("llm_endpoint", "is required when KEEL_LLM_BACKEND=openai")
     if s.embed_backend == "openai" and not s.embed_endpoint: bad("embed_endpoint", "is required when KEEL_EMBED_BACKEND=openai")
+    for name in ("fusion_weight", "prf_keep"):
+        if not 0 <= getattr(s, name) <= 1: bad(name, "must be between 0 and 1")
+    if s.bm25_title_weight < 0: bad("bm25_title_weight", "must be 0 or more")
+    if s.rrf_k < 0 or s.prf_docs < 0 or s.prf_terms < 0: bad("rrf_k" if s.rrf_k < 0 else "prf_docs" if s.prf_docs < 0 else "prf_terms", "must be 0 or more")
     return s
 
 # %% ../nbs/01_config.ipynb #c94f6f24

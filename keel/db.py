@@ -62,6 +62,23 @@ CREATE TRIGGER IF NOT EXISTS chunks_au_tags AFTER UPDATE OF acl_tags ON chunks B
   DELETE FROM chunk_tags WHERE chunk_id = new.id;
   INSERT INTO chunk_tags(chunk_id, tag) SELECT new.id, value FROM json_each(new.acl_tags);
 END;
+CREATE TABLE IF NOT EXISTS chunk_log (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  chunk_id INTEGER NOT NULL,
+  op TEXT NOT NULL CHECK (op IN ('i','d','u','t'))
+);
+CREATE TRIGGER IF NOT EXISTS chunk_log_ai AFTER INSERT ON chunks BEGIN
+  INSERT INTO chunk_log(chunk_id, op) VALUES (new.id, 'i');
+END;
+CREATE TRIGGER IF NOT EXISTS chunk_log_ad AFTER DELETE ON chunks BEGIN
+  INSERT INTO chunk_log(chunk_id, op) VALUES (old.id, 'd');
+END;
+CREATE TRIGGER IF NOT EXISTS chunk_log_au AFTER UPDATE OF acl_tags, quarantined ON chunks BEGIN
+  INSERT INTO chunk_log(chunk_id, op) VALUES (new.id, 'u');
+END;
+CREATE TRIGGER IF NOT EXISTS chunk_log_at AFTER UPDATE OF text, heading, document_id ON chunks BEGIN
+  INSERT INTO chunk_log(chunk_id, op) VALUES (new.id, 't');
+END;
 CREATE TABLE IF NOT EXISTS ledger (
   seq INTEGER PRIMARY KEY,
   ts TEXT NOT NULL,

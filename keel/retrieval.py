@@ -4,7 +4,7 @@
 
 # %% ../nbs/13_retrieval.ipynb #a6daa837
 from __future__ import annotations
-import json, logging, math, re, sqlite3, threading
+import contextlib, json, logging, math, os, re, sqlite3, threading
 from array import array
 from collections import Counter
 from dataclasses import dataclass, field
@@ -16,8 +16,9 @@ from .db import fingerprint
 from .providers.base import ChunkHit, Embeddings, VectorIndex, Reranker, allowed, effective_tags
 
 # %% auto #0
-__all__ = ['STOPWORDS', 'MAX_QUERY_TERMS', 'BM25_WEIGHTS', 'K1', 'B', 'RELEVANCE_COEF', 'log', 'RRF_K', 'query_terms',
-           'fts_query', 'fts_bm25', 'Analyzer', 'BM25Index', 'relevance', 'Retriever', 'rrf']
+__all__ = ['STOPWORDS', 'MAX_QUERY_TERMS', 'BM25_WEIGHTS', 'K1', 'B', 'RELEVANCE_COEF', 'log', 'SAVE_AFTER', 'RRF_K',
+           'query_terms', 'fts_query', 'fts_bm25', 'Analyzer', 'Segment', 'BM25Index', 'relevance', 'Retriever', 'rrf',
+           'convex']
 
 # %% ../nbs/13_retrieval.ipynb #72f54f50
 STOPWORDS = frozenset("""a about above after again against all am an and any are as at be because been before being
@@ -102,34 +103,88 @@ def word_pattern(self:Analyzer, chars:set) -> re.Pattern:
     extra = "".join(re.escape(c) for c in sorted(chars) if self._chars.get(c))
     return re.compile(f"[0-9A-Za-z{extra}]+")
 
-# %% ../nbs/13_retrieval.ipynb #6a0da635
+# %% ../nbs/13_retrieval.ipynb #973e0a16
+@dataclass
+class Segment:
+    "Postings of some rows in compressed sparse column form: column j holds `rows[indptr[j]:indptr[j+1]]`, frequencies `f`."
+    indptr: np.ndarray
+    rows: np.ndarray
+    f: np.ndarray             # column-weighted term frequency of the term in the row
+    _fwd: tuple|None = field(default=None, repr=False)
+
+    @classmethod
+    def of(cls, tid:np.ndarray, row:np.ndarray, f:np.ndarray, n_terms:int) -> Segment:
+        "A segment from (term, row, frequency) triples in any order."
+        order = np.lexsort((row, tid))
+        return cls(np.searchsorted(tid[order], np.arange(n_terms + 1)), row[order], f[order])
+    def column(self, j:int) -> tuple[np.ndarray, np.ndarray]:
+        "(rows, frequencies) of term column `j` (empty for a term this segment does not hold)."
+        if j + 1 >= len(self.indptr): return self.rows[:0], self.f[:0]
+        a, b = self.indptr[j], self.indptr[j + 1]
+        return self.rows[a:b], self.f[a:b]
+    def __len__(self): return len(self.rows)
+
+# %% ../nbs/13_retrieval.ipynb #8adacb7c
+@patch
+def triples(self:Segment) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    "The (term, row, frequency) triples, term-major."
+    return np.repeat(np.arange(len(self.indptr) - 1, dtype=np.int64), np.diff(self.indptr)), self.rows, self.f
+
+@patch
+def terms_of(self:Segment, row:int) -> tuple[np.ndarray, np.ndarray]:
+    "(term columns, frequencies) of one row, through a row-major view built on first use."
+    if self._fwd is None:
+        t, r, f = self.triples(); o = np.argsort(r, kind="stable"); self._fwd = (r[o], t[o], f[o])
+    r, t, f = self._fwd
+    a, b = np.searchsorted(r, row), np.searchsorted(r, row, "right")
+    return t[a:b], f[a:b]
+
+# %% ../nbs/13_retrieval.ipynb #191c9cbd
 @dataclass
 class BM25Index:
     "An in-memory BM25 over the chunks of one database state, scoring exactly as FTS5's `bm25()`."
     fingerprint: str
     ids: np.ndarray           # chunk id of each row, ascending
     quarantined: np.ndarray   # bool per row
+    alive: np.ndarray         # bool per row: False once the chunk is deleted
     tag_rows: dict            # tag -> bool mask over rows
     vocab: dict               # index term -> column number
-    indptr: np.ndarray        # column j holds rows[indptr[j]:indptr[j+1]]
-    rows: np.ndarray
-    weights: np.ndarray       # BM25 contribution of the term to the row
+    df: np.ndarray            # live rows holding each term
+    length: np.ndarray        # token count of each row over all columns
+    segments: list            # `Segment`s: the main one, then at most one tail of recent additions
+    seq: int = 0              # the last change of the database's `chunk_log` this index includes
+    unsaved: int = 0          # rows changed since the index was built, loaded or saved
+    column_weights: tuple = BM25_WEIGHTS
     analyzer: Analyzer = field(default_factory=Analyzer, repr=False)
-    _masks: dict = field(default_factory=dict, repr=False)
-    def __len__(self): return len(self.ids)
+    _masks: dict = field(default_factory=dict, repr=False)   # caches: visibility per tag set, (n, avgdl); cleared on change
+    def __len__(self): return int(self.alive.sum())
 
-# %% ../nbs/13_retrieval.ipynb #92fef545
+# %% ../nbs/13_retrieval.ipynb #28d54e34
 K1, B = 1.2, 0.75   # FTS5's fixed BM25 parameters
 
-def _bm25_weights(term_of:np.ndarray, row:np.ndarray, f:np.ndarray, length:np.ndarray, n_rows:int):
-    "Per (term, row) BM25 contributions, with FTS5's idf, k1, b and length normalisation."
-    df = np.bincount(term_of) if len(term_of) else np.zeros(0, np.int64)
-    idf = np.log((n_rows - df + 0.5) / (df + 0.5))
+@patch
+def _contrib(self:BM25Index, col:np.ndarray, row:np.ndarray, f:np.ndarray) -> np.ndarray:
+    "BM25 contributions of (term, row, frequency) postings, with FTS5's idf, k1, b and length normalisation."
+    if "stats" not in self._masks:
+        n = max(int(self.alive.sum()), 1); self._masks["stats"] = (n, max(float(self.length[self.alive].sum()) / n, 1e-12))
+    n, avgdl = self._masks["stats"]
+    df = self.df[col]
+    idf = np.log((n - df + 0.5) / (df + 0.5))
     idf[idf <= 0] = 1e-6
-    avgdl = length.sum() / max(n_rows, 1)
-    return idf[term_of] * f * (K1 + 1) / (f + K1 * (1 - B + B * length[row] / avgdl))
+    return idf * f * (K1 + 1) / (f + K1 * (1 - B + B * self.length[row] / avgdl))
 
-# %% ../nbs/13_retrieval.ipynb #a1154381
+# %% ../nbs/13_retrieval.ipynb #de662291
+@contextlib.contextmanager
+def _snapshot(con:sqlite3.Connection):
+    "Read inside one transaction, so the fingerprint, the change log and the chunks agree."
+    if con.in_transaction: yield; return
+    con.execute("BEGIN")
+    try: yield
+    finally: con.execute("COMMIT")
+
+def _log_seq(con) -> int: return con.execute("SELECT coalesce(max(seq), 0) FROM chunk_log").fetchone()[0]
+
+# %% ../nbs/13_retrieval.ipynb #95cf690a
 @patch(cls_method=True)
 def build(cls:BM25Index, con:sqlite3.Connection, # a Keel database
           weights:tuple=BM25_WEIGHTS, # column weights: text, heading, title
@@ -137,48 +192,67 @@ def build(cls:BM25Index, con:sqlite3.Connection, # a Keel database
           tokens:str="python" # `python`: split in Python where FTS5 splits; `fts5`: read FTS5's token table (slow, the reference)
          ) -> BM25Index:
     "Build the index of the database's chunks with FTS5's tokens and FTS5's scores."
-    fp, analyzer = fingerprint(con), analyzer or Analyzer()
-    ch = np.array(con.execute("SELECT id, quarantined FROM chunks ORDER BY id").fetchall(), np.int64).reshape(-1, 2)
-    ids, n = ch[:, 0], len(ch)
-    vocab, tid, row, f, length = cls._postings(con, ids, weights, analyzer) if tokens == "python" else cls._postings_fts5(con, ids, weights)
-    order = np.lexsort((row, tid)); tid, row, f = tid[order], row[order], f[order]
-    indptr = np.searchsorted(tid, np.arange(len(vocab) + 1))
-    tags = {}
-    for tag, cid in con.execute("SELECT tag, chunk_id FROM chunk_tags"):
-        tags.setdefault(tag, []).append(cid)
-    tag_rows = {}
-    for tag, cids in tags.items():
-        m = np.zeros(n, bool); m[np.searchsorted(ids, np.array(cids, np.int64))] = True; tag_rows[tag] = m
-    return cls(fp, ids, ch[:, 1].astype(bool), tag_rows, vocab, indptr, row, _bm25_weights(tid, row, f, length, n), analyzer)
+    analyzer = analyzer or Analyzer()
+    with _snapshot(con):
+        fp, seq = fingerprint(con), _log_seq(con)
+        ch = np.array(con.execute("SELECT id, quarantined FROM chunks ORDER BY id").fetchall(), np.int64).reshape(-1, 2)
+        ids = ch[:, 0]
+        if tokens == "python": vocab, tid, row, f, length = cls._postings(_chunk_rows(con), weights, analyzer, {}, 0)
+        else: vocab, tid, row, f, length = cls._postings_fts5(con, ids, weights)
+        tags = _tag_masks(con.execute("SELECT tag, chunk_id FROM chunk_tags"), ids)
+    df = np.bincount(tid, minlength=len(vocab)).astype(np.float64)
+    return cls(fp, ids, ch[:, 1].astype(bool), np.ones(len(ids), bool), tags, vocab, df, length,
+               [Segment.of(tid, row, f, len(vocab))], seq, column_weights=tuple(weights), analyzer=analyzer)
 
-# %% ../nbs/13_retrieval.ipynb #5470b693
+# %% ../nbs/13_retrieval.ipynb #258bdfdb
+_ROWS = "SELECT c.id, c.text, c.heading, d.title FROM chunks c JOIN documents d ON d.id = c.document_id"
+
+def _chunk_rows(con, ids:Sequence[int]|None=None) -> list[tuple]:
+    "(id, text, heading, title) of every chunk, or of `ids`, by id."
+    if ids is None: return con.execute(f"{_ROWS} ORDER BY c.id").fetchall()
+    out = []
+    for s in range(0, len(ids), 500):
+        part = [int(i) for i in ids[s:s + 500]]
+        out += con.execute(f"{_ROWS} WHERE c.id IN ({','.join('?' * len(part))})", part).fetchall()
+    return sorted((tuple(r) for r in out), key=lambda r: r[0])
+
+def _tag_masks(pairs, ids:np.ndarray) -> dict:
+    "tag -> bool mask over rows, from (tag, chunk id) pairs of chunks in `ids`."
+    by = {}
+    for tag, cid in pairs: by.setdefault(tag, []).append(cid)
+    out = {}
+    for tag, cids in by.items():
+        m = np.zeros(len(ids), bool); m[np.searchsorted(ids, np.array(cids, np.int64))] = True; out[tag] = m
+    return out
+
+# %% ../nbs/13_retrieval.ipynb #1e0b62f0
 @patch(cls_method=True)
-def _postings(cls:BM25Index, con, ids, weights, analyzer):
-    "Postings from the chunks' columns, split and stemmed as FTS5 does."
-    rows = con.execute("SELECT c.text, c.heading, d.title FROM chunks c JOIN documents d ON d.id = c.document_id ORDER BY c.id").fetchall()
+def _postings(cls:BM25Index, rows:list[tuple], # (id, text, heading, title) per chunk, in row order
+              weights, analyzer, vocab:dict, # term -> column, extended with new terms
+              first_row:int): # row number of rows[0]
+    "Postings of `rows`, split and stemmed as FTS5 does: (vocab, term, row, frequency, length per row)."
     chars = set()
     for r in rows:
-        for x in r:
+        for x in r[1:]:
             if x and not x.isascii(): chars.update(x)
     rx = analyzer.word_pattern(chars)
-    words = set()
-    for r in rows: words.update(w for x in r if x for w in rx.findall(x))
-    words = list(words)
-    vocab, w2t = {}, {}
+    words = list({w for r in rows for x in r[1:] if x for w in rx.findall(x)})
     analyzer.terms(words)
-    for w in words: w2t[w] = tuple(vocab.setdefault(t, len(vocab)) for t in analyzer._cache[w])
-    tid, row, f, length = array("i"), array("q"), array("d"), np.zeros(len(ids))
+    w2t = {w: tuple(vocab.setdefault(t, len(vocab)) for t in analyzer._cache[w]) for w in words}
+    tid, row, f, length = array("i"), array("q"), array("d"), np.zeros(len(rows))
     for r, cols in enumerate(rows):
         acc, total = {}, 0
-        for wt, x in zip(weights, cols):
+        for wt, x in zip(weights, cols[1:]):
             if not x: continue
             for w, c in Counter(rx.findall(x)).items():
                 for t in w2t[w]: acc[t] = acc.get(t, 0.0) + wt * c; total += c
         length[r] = total
-        tid.extend(acc); row.extend([r] * len(acc)); f.extend(acc.values())
-    return vocab, np.frombuffer(tid, np.int32) if tid else np.zeros(0, np.int32), np.frombuffer(row, np.int64) if row else np.zeros(0, np.int64), np.frombuffer(f, np.float64) if f else np.zeros(0), length
+        tid.extend(acc); row.extend([first_row + r] * len(acc)); f.extend(acc.values())
+    return vocab, _np(tid, np.int64), _np(row, np.int64), _np(f, np.float64), length
 
-# %% ../nbs/13_retrieval.ipynb #657a8d6c
+def _np(a:array, dtype) -> np.ndarray: return np.frombuffer(a, a.typecode).astype(dtype) if len(a) else np.zeros(0, dtype)
+
+# %% ../nbs/13_retrieval.ipynb #0b914b3e
 @patch(cls_method=True)
 def _postings_fts5(cls:BM25Index, con, ids, weights):
     "Postings read from FTS5's own token table through a temporary `fts5vocab` table (nothing is written to the file)."
@@ -195,24 +269,24 @@ def _postings_fts5(cls:BM25Index, con, ids, weights):
     length = np.bincount(row, weights=cnt, minlength=n)
     key = tid.astype(np.int64) * max(n, 1) + row            # one posting per (term, row): add up the columns
     uk, inv = np.unique(key, return_inverse=True)
-    return vocab, (uk // max(n, 1)).astype(np.int32), uk % max(n, 1), np.bincount(inv, weights=f, minlength=len(uk)), length
+    return vocab, uk // max(n, 1), uk % max(n, 1), np.bincount(inv, weights=f, minlength=len(uk)), length
 
-# %% ../nbs/13_retrieval.ipynb #be10d941
+# %% ../nbs/13_retrieval.ipynb #ab873fe5
 @patch
 def visible(self:BM25Index, tags:Sequence[str]|None) -> np.ndarray:
-    "Rows a caller with `tags` may see: a tag in common, not quarantined."
+    "Rows a caller with `tags` may see: a tag in common, not quarantined, not deleted."
     key = tuple(effective_tags(tags))
     m = self._masks.get(key)
     if m is None:
         m = np.zeros(len(self.ids), bool)
         for t in key:
             if t in self.tag_rows: m |= self.tag_rows[t]
-        m &= ~self.quarantined
+        m &= self.alive & ~self.quarantined
         if len(self._masks) > 256: self._masks.clear()
         self._masks[key] = m
     return m
 
-# %% ../nbs/13_retrieval.ipynb #4d10eced
+# %% ../nbs/13_retrieval.ipynb #fcf36126
 @patch
 def quarantined_visible(self:BM25Index, tags:Sequence[str]|None) -> int:
     "How many quarantined rows carry one of `tags` (what a tag-only filter would let through)."
@@ -221,24 +295,31 @@ def quarantined_visible(self:BM25Index, tags:Sequence[str]|None) -> int:
         m = np.zeros(len(self.ids), bool)
         for t in key[1:]:
             if t in self.tag_rows: m |= self.tag_rows[t]
-        self._masks[key] = int((m & self.quarantined).sum())
+        self._masks[key] = int((m & self.quarantined & self.alive).sum())
     return self._masks[key]
 
-# %% ../nbs/13_retrieval.ipynb #cb771f9f
+# %% ../nbs/13_retrieval.ipynb #e20a776b
 @patch
 def _columns(self:BM25Index, query:str) -> list[int]:
     "Matrix columns of the query's index terms, repeated as often as FTS5 would count them."
     return [self.vocab[t] for t in self.analyzer.terms(query_terms(query)) if t in self.vocab]
 
 @patch
-def search(self:BM25Index, query:str, # any user text
-           tags:Sequence[str]|None, # the caller's tags
-           k:int) -> list[tuple[int, float]]: # how many hits at most
-    "The `k` best (chunk id, BM25 score) pairs among rows `tags` may see, best first (ties by id)."
-    cols = self._columns(query)
-    if not cols or k < 1 or not effective_tags(tags): return []
-    rows = np.concatenate([self.rows[self.indptr[j]:self.indptr[j + 1]] for j in cols])
-    w = np.concatenate([self.weights[self.indptr[j]:self.indptr[j + 1]] for j in cols])
+def _postings_of(self:BM25Index, qw:dict) -> tuple[np.ndarray, np.ndarray]:
+    "(rows, weighted BM25 contributions) of every posting of the query's columns `qw` (column -> weight)."
+    parts = [(j, w, *s.column(j)) for j, w in qw.items() for s in self.segments]
+    if not parts: return np.zeros(0, np.int64), np.zeros(0)
+    col = np.concatenate([np.full(len(r), j) for j, _, r, _ in parts])
+    rows, f = np.concatenate([r for *_, r, _ in parts]), np.concatenate([f for *_, f in parts])
+    return rows, np.concatenate([np.full(len(r), w) for _, w, r, _ in parts]) * self._contrib(col, rows, f)
+
+# %% ../nbs/13_retrieval.ipynb #b5f01b51
+@patch
+def rank(self:BM25Index, qw:dict, # column -> query weight
+         tags:Sequence[str]|None, k:int) -> list[tuple[int, float]]:
+    "The `k` best (chunk id, score) pairs for weighted query columns among rows `tags` may see, best first (ties by id)."
+    if not qw or k < 1 or not effective_tags(tags): return []
+    rows, w = self._postings_of(qw)
     cand, inv = np.unique(rows, return_inverse=True)
     s = np.bincount(inv, weights=w, minlength=len(cand))
     ok = self.visible(tags)[cand]
@@ -249,31 +330,57 @@ def search(self:BM25Index, query:str, # any user text
     order = np.lexsort((self.ids[cand], -s))[:k]
     return [(int(self.ids[cand[i]]), float(s[i])) for i in order]
 
-# %% ../nbs/13_retrieval.ipynb #4251749a
+@patch
+def search(self:BM25Index, query:str, # any user text
+           tags:Sequence[str]|None, # the caller's tags
+           k:int) -> list[tuple[int, float]]: # how many hits at most
+    "The `k` best (chunk id, BM25 score) pairs among rows `tags` may see, best first (ties by id)."
+    return self.rank(Counter(self._columns(query)), tags, k)
+
+# %% ../nbs/13_retrieval.ipynb #da487d03
+@patch
+def merge(self:BM25Index):
+    "Fold the tail into the main segment and drop deleted rows (time proportional to the corpus)."
+    t, r, f = (np.concatenate(x) for x in zip(*(s.triples() for s in self.segments)))
+    if not self.alive.all():
+        new = np.cumsum(self.alive) - 1
+        keep = self.alive[r]; t, r, f = t[keep], new[r[keep]], f[keep]
+        a = self.alive
+        self.ids, self.quarantined, self.length = self.ids[a], self.quarantined[a], self.length[a]
+        self.tag_rows = {g: m[a] for g, m in self.tag_rows.items() if m[a].any()}
+        self.alive = np.ones(len(self.ids), bool)
+    self.segments, self._masks = [Segment.of(t, r, f, len(self.vocab))], {}
+
+# %% ../nbs/13_retrieval.ipynb #c559dfa3
 @patch
 def save(self:BM25Index, path):
-    "Write the index to `path` (an `.npz` file, replaced atomically)."
+    "Write the index to `path` (an `.npz` file, replaced atomically), after merging its segments."
+    if len(self.segments) > 1 or not self.alive.all(): self.merge()
     path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
-    tags = sorted(self.tag_rows)
+    tags, s = sorted(self.tag_rows), self.segments[0]
     tmp = path.with_name(path.name + ".tmp.npz")
-    np.savez(tmp, fingerprint=np.array(self.fingerprint), ids=self.ids, quarantined=self.quarantined,
-             tags=np.array(tags, dtype=str), tag_bits=np.packbits(np.stack([self.tag_rows[t] for t in tags]) if tags else np.zeros((0, len(self.ids)), bool), axis=1),
-             terms=np.array(list(self.vocab), dtype=str), indptr=self.indptr, rows=self.rows, weights=self.weights)
-    tmp.replace(path)
+    np.savez(tmp, fingerprint=np.array(self.fingerprint), seq=np.array(self.seq), column_weights=np.array(self.column_weights, float),
+             ids=self.ids, quarantined=self.quarantined, tags=np.array(tags, dtype=str),
+             tag_bits=np.packbits(np.stack([self.tag_rows[t] for t in tags]) if tags else np.zeros((0, len(self.ids)), bool), axis=1),
+             terms=np.array(list(self.vocab), dtype=str), df=self.df, length=self.length, indptr=s.indptr, rows=s.rows, f=s.f)
+    os.replace(tmp, path)
+    self.unsaved = 0
 
 @patch(cls_method=True)
-def load(cls:BM25Index, path, fp:str, analyzer:Analyzer|None=None) -> BM25Index|None:
-    "The index saved at `path` when it was built from fingerprint `fp`, else None."
+def load(cls:BM25Index, path, analyzer:Analyzer|None=None, weights:tuple=BM25_WEIGHTS) -> BM25Index|None:
+    "The index saved at `path` as it was saved (bring it up to date with `catch_up`), or None when unreadable or built otherwise."
     try:
         with np.load(path, allow_pickle=False) as z:
-            if str(z["fingerprint"]) != fp: return None
+            if tuple(z["column_weights"].tolist()) != tuple(float(w) for w in weights): return None
             n = len(z["ids"])
             bits = np.unpackbits(z["tag_bits"], axis=1, count=n).astype(bool) if len(z["tags"]) else []
-            return cls(fp, z["ids"], z["quarantined"], dict(zip(z["tags"].tolist(), bits)), {t: j for j, t in enumerate(z["terms"].tolist())},
-                       z["indptr"], z["rows"], z["weights"], analyzer or Analyzer())
-    except (OSError, ValueError, KeyError): return None
+            return cls(str(z["fingerprint"]), z["ids"], z["quarantined"], np.ones(n, bool), dict(zip(z["tags"].tolist(), bits)),
+                       {t: j for j, t in enumerate(z["terms"].tolist())}, z["df"], z["length"],
+                       [Segment(z["indptr"], z["rows"], z["f"])], int(z["seq"]), column_weights=tuple(weights),
+                       analyzer=analyzer or Analyzer())
+    except (OSError, ValueError, KeyError, EOFError): return None
 
-# %% ../nbs/13_retrieval.ipynb #f8b40945
+# %% ../nbs/13_retrieval.ipynb #a886dc5e
 @patch
 def coverage(self:BM25Index, query:str, # any user text
              chunk_ids:Sequence[int]) -> np.ndarray: # chunks to measure
@@ -284,8 +391,137 @@ def coverage(self:BM25Index, query:str, # any user text
     pos = np.searchsorted(self.ids, np.asarray(chunk_ids, np.int64)).clip(0, len(self.ids) - 1)
     for t in terms:
         j = self.vocab.get(t)
-        if j is not None: out += np.isin(pos, self.rows[self.indptr[j]:self.indptr[j + 1]])
+        if j is not None: out += np.isin(pos, np.concatenate([s.column(j)[0] for s in self.segments]))
     return out / len(terms)
+
+@patch
+def scores(self:BM25Index, qw:dict, # column -> query weight (`Counter(self._columns(query))`, or `expand`'s)
+           chunk_ids:Sequence[int]) -> np.ndarray:
+    "The BM25 score of each of `chunk_ids` for weighted query columns (0 for a chunk without a query term)."
+    ids = np.asarray(chunk_ids, np.int64)
+    if not len(self.ids) or not len(ids): return np.zeros(len(ids))
+    rows, w = self._postings_of(qw)
+    s = np.bincount(rows, weights=w, minlength=len(self.ids)) if len(rows) else np.zeros(len(self.ids))
+    pos = np.searchsorted(self.ids, ids).clip(0, len(self.ids) - 1)
+    return np.where(self.ids[pos] == ids, s[pos], 0.0)
+
+# %% ../nbs/13_retrieval.ipynb #299f7877
+def _read_changes(con, seq:int):
+    "The chunk changes logged after `seq`: (last seq, {chunk id: set of ops}), or None when the log cannot say."
+    top = _log_seq(con)
+    if top < seq: return None                            # the database is older than the index (restored from a backup)
+    lo = con.execute("SELECT min(seq) FROM chunk_log WHERE seq > ?", (seq,)).fetchone()[0]
+    if lo is not None and lo != seq + 1: return None     # part of the log is gone
+    net = {}
+    for cid, op in con.execute("SELECT chunk_id, op FROM chunk_log WHERE seq > ? ORDER BY seq", (seq,)): net.setdefault(cid, set()).add(op)
+    return top, net
+
+def _in(con, sql:str, ids:list) -> list:
+    "Rows of `sql` (with one `IN ({})` placeholder list) for `ids`, 500 at a time."
+    out = []
+    for s in range(0, len(ids), 500):
+        part = [int(i) for i in ids[s:s + 500]]
+        out += con.execute(sql.format(",".join("?" * len(part))), part).fetchall()
+    return out
+
+# %% ../nbs/13_retrieval.ipynb #d7f7b984
+@patch
+def _row(self:BM25Index, cid:int) -> int|None:
+    "The live row of chunk `cid`, or None."
+    r = int(np.searchsorted(self.ids, cid))
+    return r if r < len(self.ids) and self.ids[r] == cid and self.alive[r] else None
+
+@patch
+def _delete(self:BM25Index, rows:list[int]):
+    "Mark rows deleted and take their terms out of the document frequencies."
+    for r in rows:
+        for s in self.segments:
+            t, _ = s.terms_of(r)
+            np.subtract.at(self.df, t, 1)
+        self.alive[r] = False
+
+# %% ../nbs/13_retrieval.ipynb #139f1e34
+@patch
+def _set_meta(self:BM25Index, rows:list[int], meta:dict):
+    "Set the quarantine flag and the tags of rows from `meta`: chunk id -> (quarantined, tags)."
+    for r in rows:
+        q, tags = meta[int(self.ids[r])]
+        self.quarantined[r] = q
+        for t in tags:
+            if t not in self.tag_rows: self.tag_rows[t] = np.zeros(len(self.ids), bool)
+        for t, m in self.tag_rows.items(): m[r] = t in tags
+
+@patch
+def _append(self:BM25Index, rows:list[tuple]):
+    "Add chunks (id, text, heading, title), all newer than every row, as postings of the tail segment."
+    n0 = len(self.ids)
+    _, tid, row, f, length = self._postings(rows, self.column_weights, self.analyzer, self.vocab, n0)
+    self.df = np.concatenate([self.df, np.zeros(len(self.vocab) - len(self.df))])
+    np.add.at(self.df, tid, 1)
+    new = len(rows)
+    self.ids = np.concatenate([self.ids, np.array([r[0] for r in rows], np.int64)])
+    self.quarantined, self.alive = np.concatenate([self.quarantined, np.zeros(new, bool)]), np.concatenate([self.alive, np.ones(new, bool)])
+    self.length, self.tag_rows = np.concatenate([self.length, length]), {t: np.concatenate([m, np.zeros(new, bool)]) for t, m in self.tag_rows.items()}
+    if len(self.segments) > 1:
+        t, r, ff = self.segments[1].triples(); tid, row, f = np.concatenate([t, tid]), np.concatenate([r, row]), np.concatenate([ff, f])
+    self.segments[1:] = [Segment.of(tid, row, f, len(self.vocab))]
+    if len(self.segments[1]) > len(self.segments[0]) // 4: self.merge()
+
+# %% ../nbs/13_retrieval.ipynb #56e13a38
+@patch
+def catch_up(self:BM25Index, con:sqlite3.Connection, # the database this index was built from
+             verify:bool=False # also check the live chunk count and id sum against the database
+            ) -> bool:
+    "Apply the chunk changes logged since `seq`, in time proportional to them; False when the index must be rebuilt."
+    with _snapshot(con):
+        fp, got = fingerprint(con), _read_changes(con, self.seq)
+        if got is None: return False
+        top, net = got
+        if any("t" in ops for ops in net.values()): return False       # text edited in place: rare, rebuild
+        gone = [r for c, ops in net.items() if "d" in ops and (r := self._row(c)) is not None]
+        new = sorted(c for c, ops in net.items() if "i" in ops and self._row(c) is None and "d" not in ops)
+        if new and len(self.ids) and new[0] <= self.ids[-1]: return False
+        rows = _chunk_rows(con, new)
+        touched = [c for c, ops in net.items() if "u" in ops and "d" not in ops] + [r[0] for r in rows]
+        meta = {c: (bool(q), []) for c, q in _in(con, "SELECT id, quarantined FROM chunks WHERE id IN ({})", touched)}
+        for c, t in _in(con, "SELECT chunk_id, tag FROM chunk_tags WHERE chunk_id IN ({})", touched): meta[c][1].append(t)
+        total = con.execute("SELECT count(*), coalesce(sum(id), 0) FROM chunks").fetchone() if verify else None
+    self._delete(gone)
+    if rows: self._append(rows)
+    self._set_meta([r for c in touched if c in meta and (r := self._row(c)) is not None], meta)
+    self.fingerprint, self.seq, self._masks = fp, top, {}
+    self.unsaved += len(gone) + len(rows)
+    return total is None or (len(self), int(self.ids[self.alive].sum())) == tuple(total)
+
+# %% ../nbs/13_retrieval.ipynb #5ab2dc46
+@patch
+def _feedback(self:BM25Index, top:list[tuple[int, float]]) -> Counter:
+    "P(term | feedback rows): each row's term distribution weighted by its share of the scores; stopwords and common terms left out."
+    n, total, rel = len(self), sum(s for _, s in top) or 1.0, Counter()
+    stop = {self.vocab[t] for t in self.analyzer.terms(sorted(STOPWORDS)) if t in self.vocab}
+    for cid, s in top:
+        r = self._row(cid)
+        for seg in self.segments:
+            t, f = seg.terms_of(r)
+            for j, x in zip(t.tolist(), (f / max(self.length[r], 1.0)).tolist()):
+                if j not in stop and self.df[j] <= max(0.1 * n, 2): rel[j] += s / total * x
+    return rel
+
+@patch
+def expand(self:BM25Index, query:str, tags:Sequence[str]|None, # the caller's tags: feedback comes only from rows they may see
+           docs:int=10, terms:int=10, # feedback rows and expansion terms
+           keep:float=0.5, # weight of the original query
+           exclude:frozenset=frozenset()) -> dict: # chunk ids that may not give feedback (masked like a permission filter)
+    "RM3: the query's columns and `terms` expansion columns drawn from its `docs` best rows, weights summing to 1."
+    q = Counter(self._columns(query))
+    top = [p for p in self.rank(q, tags, docs + len(exclude)) if p[0] not in exclude][:docs] if docs > 0 and terms > 0 else []
+    if not top: return dict(q)
+    fb = dict(self._feedback(top).most_common(terms))
+    qz, fz = sum(q.values()), sum(fb.values())
+    if not fb: return {j: w / qz for j, w in q.items()}
+    out = {j: keep * w / qz for j, w in q.items()}
+    for j, w in fb.items(): out[j] = out.get(j, 0.0) + (1 - keep) * w / fz
+    return out
 
 # %% ../nbs/13_retrieval.ipynb #bdb2ce3b
 RELEVANCE_COEF = dict(cosine=4.31, coverage=4.59, bias=-4.91)   # fitted on SciFact train, see the markdown above
@@ -297,7 +533,7 @@ def relevance(cosine:float, # query-chunk embedding inner product
     z = RELEVANCE_COEF["cosine"] * cosine + RELEVANCE_COEF["coverage"] * coverage + RELEVANCE_COEF["bias"]
     return 1 / (1 + math.exp(-z)) if z >= 0 else math.exp(z) / (1 + math.exp(z))
 
-# %% ../nbs/13_retrieval.ipynb #4723ee23
+# %% ../nbs/13_retrieval.ipynb #b998c6ce
 log = logging.getLogger("keel.retrieval")
 
 class Retriever:
@@ -305,7 +541,7 @@ class Retriever:
     def __init__(self, con:sqlite3.Connection, # the Keel database
                  embeddings:Embeddings, # embeds queries (and produced the chunks' stored embeddings)
                  index:VectorIndex, # the vector index over the chunks
-                 settings, # `Settings`: top_k_*, rerank
+                 settings, # `Settings`: top_k_*, rerank, fusion, BM25 title weight and feedback
                  reranker:Reranker|None=None, # used when `settings.rerank`
                  engine:str="memory"): # BM25 engine: `memory` (BM25Index) or `fts5` (SQL)
         if engine not in ("memory", "fts5"): raise ValueError(f"unknown BM25 engine {engine!r}")
@@ -315,20 +551,38 @@ class Retriever:
         dd = getattr(settings, "data_dir", None)
         self.cache_path = Path(dd)/"bm25-index.npz" if dd and engine == "memory" else None   # the derived BM25 cache file
 
-    def bm25_index(self) -> BM25Index:
-        "The in-memory BM25 index of the database as it is now (rebuilt when its fingerprint changed)."
-        with self._lock:
-            state = (self.con.execute("PRAGMA data_version").fetchone()[0], self.con.total_changes)
-            if self._bm25 is None or (state != self._seen and fingerprint(self.con) != self._bm25.fingerprint):
-                an, fp = self._bm25.analyzer if self._bm25 else None, fingerprint(self.con)
-                self._bm25 = BM25Index.load(self.cache_path, fp, an) if self.cache_path else None
-                if self._bm25 is None:
-                    self._bm25 = BM25Index.build(self.con, analyzer=an)
-                    if self.cache_path:
-                        try: self._bm25.save(self.cache_path)
-                        except OSError as e: log.warning("cannot save the BM25 index to %s: %s", self.cache_path, e)
-            self._seen = state
-            return self._bm25
+    @property
+    def bm25_weights(self) -> tuple:
+        "BM25 column weights (text, heading, title) from the settings."
+        return (1.0, 1.0, float(getattr(self.settings, "bm25_title_weight", 1.0)))
+
+# %% ../nbs/13_retrieval.ipynb #2ec627a5
+@patch
+def bm25_index(self:Retriever) -> BM25Index:
+    "The in-memory BM25 index of the database as it is now: brought up to date from the change log, loaded, or built."
+    with self._lock:
+        state = (self.con.execute("PRAGMA data_version").fetchone()[0], self.con.total_changes)
+        if self._bm25 is None or (state != self._seen and fingerprint(self.con) != self._bm25.fingerprint):
+            self._bm25 = self._refresh(self._bm25)
+        self._seen = state
+        return self._bm25
+
+@patch
+def _refresh(self:Retriever, bi:BM25Index|None) -> BM25Index:
+    "`bi` (or the saved index) caught up with the database, else a new build; saved when enough has changed."
+    an, loaded = bi.analyzer if bi else None, bi is None
+    if bi is None and self.cache_path: bi = BM25Index.load(self.cache_path, an, self.bm25_weights)
+    if bi is not None and bi.fingerprint != fingerprint(self.con):
+        try: ok = bi.catch_up(self.con, verify=loaded)
+        except Exception as e: ok = log.warning("BM25 index update failed (%s: %s); rebuilding", type(e).__name__, e)
+        if not ok: bi = None
+    if bi is None: bi = BM25Index.build(self.con, self.bm25_weights, analyzer=an); bi.unsaved = len(bi.ids) + 1
+    if self.cache_path and bi.unsaved > min(SAVE_AFTER, len(bi.ids) // 20):
+        try: bi.save(self.cache_path)
+        except OSError as e: log.warning("cannot save the BM25 index to %s: %s", self.cache_path, e)
+    return bi
+
+SAVE_AFTER = 2000   # changed rows that trigger writing the BM25 file again (or 5% of the rows, if fewer)
 
 # %% ../nbs/13_retrieval.ipynb #4df3866f
 _COLS = "c.id, c.document_id, c.text, c.heading, c.page, c.acl_tags, c.quarantined, c.start, c.end, c.embedding, d.source, d.title"
@@ -356,11 +610,20 @@ def _hits(self:Retriever, pairs:Sequence[tuple[int, float]], # (chunk id, score)
         out.append(h)
     return out
 
-# %% ../nbs/13_retrieval.ipynb #a8b98b04
+# %% ../nbs/13_retrieval.ipynb #ea4f9544
 @patch
-def _bm25_pairs(self:Retriever, query:str, tags:Sequence[str]|None, k:int, exclude:frozenset=frozenset()) -> list[tuple[int, float]]:
+def _bm25_query(self:Retriever, query:str, tags:Sequence[str]|None, exclude:frozenset=frozenset()) -> dict:
+    "The BM25 query's columns and weights: the query's terms, with RM3 feedback terms when `settings.prf_docs` is set."
+    bi, s = self.bm25_index(), self.settings
+    if getattr(s, "prf_docs", 0) > 0: return bi.expand(query, tags, s.prf_docs, s.prf_terms, s.prf_keep, exclude)
+    return Counter(bi._columns(query))
+
+@patch
+def _bm25_pairs(self:Retriever, query:str, tags:Sequence[str]|None, k:int, qw:dict|None=None,
+                exclude:frozenset=frozenset()) -> list[tuple[int, float]]:
     n = k + len(exclude)   # at most len(exclude) of the best n are left out, so the best k others are all there
-    pairs = fts_bm25(self.con, query, tags, n) if self.engine == "fts5" else self.bm25_index().search(query, tags, n)
+    if self.engine == "fts5": pairs = fts_bm25(self.con, query, tags, n, self.bm25_weights)
+    else: pairs = self.bm25_index().rank(self._bm25_query(query, tags, exclude) if qw is None else qw, tags, n)
     return [p for p in pairs if p[0] not in exclude][:k]
 
 @patch
@@ -410,35 +673,71 @@ def _strip(hits:list[ChunkHit]) -> list[ChunkHit]:
     for h in hits: h.__dict__.pop("_embedding", None)
     return hits
 
-# %% ../nbs/13_retrieval.ipynb #9a2b302a
+# %% ../nbs/13_retrieval.ipynb #55802f14
 RRF_K = 60
 
 def rrf(lists:dict[str, list[ChunkHit]], # list name -> ranked hits
-        k:int=RRF_K) -> list[ChunkHit]:
-    "Fuse ranked lists by reciprocal rank; ties broken by chunk id."
+        k:int=RRF_K, weights:dict|None=None) -> list[ChunkHit]: # list name -> weight (default 1 each)
+    "Fuse ranked lists by (weighted) reciprocal rank; ties broken by chunk id."
     fused, total = {}, {}
     for name, hits in lists.items():
+        w = 1.0 if weights is None else weights.get(name, 1.0)
         for r, h in enumerate(hits, 1):
             f = fused.setdefault(h.chunk_id, h)
             f.ranks[name], f.scores[name] = r, h.scores.get(name, h.score)
-            total[h.chunk_id] = total.get(h.chunk_id, 0.0) + 1 / (k + r)
+            total[h.chunk_id] = total.get(h.chunk_id, 0.0) + w / (k + r)
     out = sorted(fused.values(), key=lambda h: (-total[h.chunk_id], h.chunk_id))
     for h in out: h.score = total[h.chunk_id]
     return out
 
-# %% ../nbs/13_retrieval.ipynb #e5ce1de3
+# %% ../nbs/13_retrieval.ipynb #b917758f
+def convex(hits:list[ChunkHit], # candidates, each scored under every name in `weights`
+           weights:dict[str, float]) -> list[ChunkHit]: # list name -> weight
+    "Order candidates by the weighted sum of their scores, each min-max normalised over the candidates; ties by chunk id."
+    total = np.zeros(len(hits))
+    for name, w in weights.items():
+        v = np.array([h.scores[name] for h in hits], float)
+        if len(v): total += w * ((v - v.min()) / (v.max() - v.min()) if v.max() > v.min() else np.ones(len(v)))
+    out = [hits[i] for i in sorted(range(len(hits)), key=lambda i: (-total[i], hits[i].chunk_id))]
+    for h, t in zip(out, sorted(total, reverse=True)): h.score = float(t)
+    return out
+
+# %% ../nbs/13_retrieval.ipynb #5da23d3d
+@patch
+def _complete(self:Retriever, hits:list[ChunkHit], qw:dict, qvec:np.ndarray) -> list[ChunkHit]:
+    "Give every candidate both scores: BM25 from the index, cosine from its stored embedding."
+    if miss := [h for h in hits if "bm25" not in h.scores]:
+        for h, s in zip(miss, self.bm25_index().scores(qw, [h.chunk_id for h in miss])): h.scores["bm25"] = float(s)
+    low = min((h.scores["vector"] for h in hits if "vector" in h.scores), default=0.0)
+    for h in hits:
+        if "vector" in h.scores: continue
+        e = getattr(h, "_embedding", None)
+        h.scores["vector"] = float(np.frombuffer(e, np.float32) @ qvec) if e is not None and len(e) == 4 * len(qvec) else low
+    return hits
+
+@patch
+def fuse(self:Retriever, lists:dict[str, list[ChunkHit]], qw:dict, qvec:np.ndarray) -> list[ChunkHit]:
+    "The BM25 and vector lists fused as the settings say: weighted reciprocal rank, or convex over normalised scores."
+    s, w = self.settings, float(getattr(self.settings, "fusion_weight", 0.5))
+    weights = {"bm25": 2 * (1 - w), "vector": 2 * w}
+    if getattr(s, "fusion", "rrf") == "convex": return convex(self._complete(rrf(lists), qw, np.asarray(qvec, np.float32)), weights)
+    return rrf(lists, getattr(s, "rrf_k", RRF_K), weights)
+
+# %% ../nbs/13_retrieval.ipynb #bbff29cb
 @patch
 def hybrid(self:Retriever, query:str, tags:Sequence[str]|None, k:int|None=None, # defaults to settings.top_k_final
            score:bool=True,
            qvec:np.ndarray|None=None, # the query's embedding when the caller already has it
            exclude=() # chunk ids left out of both searches, the way a permission filter leaves them out
           ) -> list[ChunkHit]:
-    "BM25 and vector lists fused by reciprocal rank, best `k` first."
+    "BM25 and vector lists fused (`Retriever.fuse`), best `k` first."
     k, ex = k or self.settings.top_k_final, frozenset(exclude)
     if not effective_tags(tags) or not (query or "").strip(): return []
     qvec = self.embeddings.embed_query(query) if qvec is None else qvec
-    hits = rrf({"bm25": self._hits(self._bm25_pairs(query, tags, max(k, self.settings.top_k_bm25), ex), tags, "bm25"),
-                "vector": self._hits(self._vector_pairs(qvec, tags, max(k, self.settings.top_k_vector), ex), tags, "vector")})[:k]
+    qw = self._bm25_query(query, tags, ex)
+    lists = {"bm25": self._hits(self._bm25_pairs(query, tags, max(k, self.settings.top_k_bm25), qw, ex), tags, "bm25"),
+             "vector": self._hits(self._vector_pairs(qvec, tags, max(k, self.settings.top_k_vector), ex), tags, "vector")}
+    hits = self.fuse(lists, qw, qvec)[:k]
     return self._score(query, hits, qvec) if score else _strip(hits)
 
 # %% ../nbs/13_retrieval.ipynb #4982ece9

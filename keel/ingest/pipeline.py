@@ -15,12 +15,12 @@ from ..command import command_parser, run_command
 from ..config import Settings
 from ..db import transaction, fingerprint, set_meta
 from .loaders import load, is_url, LoadedDocument, Limits, ParserProcess
-from .chunking import chunk_document
+from .chunking import chunk_document, Chunk
 from ..safety.pii import count_pii
 
 # %% auto #0
 __all__ = ['IngestResult', 'exit_status', 'Ingestor', 'check_tags', 'embed_text', 'confine', 'ingest_path', 'read_manifest',
-           'ingest_manifest', 'cli']
+           'ingest_manifest', 'show_progress', 'whole_chunk', 'ingest_documents', 'cli']
 
 # %% ../../nbs/12_ingest_pipeline.ipynb #4b74a89f
 @dataclass
@@ -261,6 +261,80 @@ def ingest_manifest(self:Ingestor, path:Path|str, # a YAML manifest: documents: 
         out.append(self.ingest_path(e["given"], title=e["title"], acl_tags=e["acl_tags"], roots=roots))
     return out
 Ingestor.ingest_manifest = ingest_manifest
+
+# %% ../../nbs/12_ingest_pipeline.ipynb #99a56d3a
+def show_progress(progress:bool|None=None) -> bool:
+    "Whether to draw a progress bar: as asked, else when stderr is a terminal or a notebook kernel runs us."
+    if progress is not None: return progress
+    if sys.stderr.isatty(): return True
+    shell = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
+    return shell is not None and hasattr(shell, "kernel")
+
+def whole_chunk(doc:LoadedDocument):
+    "The whole document as its only chunk (for corpora whose judgments are per document)."
+    text = doc.text.strip()
+    return [Chunk(0, text, "", doc.pages[0].number if len(doc.pages) == 1 else None, 0, len(text))] if text else []
+
+# %% ../../nbs/12_ingest_pipeline.ipynb #9aec89cb
+def _prepare(self:Ingestor, doc:LoadedDocument, tags:list[str], chunk:bool) -> tuple:
+    "(result, chunks, flags) for one loaded document; no chunks when it is a duplicate or empty."
+    res = IngestResult(doc.source, "failed", title=doc.title)
+    dup = self.con.execute("SELECT id, source FROM documents WHERE checksum = ? ORDER BY source = ? DESC, id LIMIT 1",
+                           (doc.checksum, doc.source)).fetchone()
+    if dup:
+        where = "already ingested" if dup[1] == doc.source else f"same content as {dup[1]}"
+        res.status, res.document_id, res.detail = "duplicate", dup[0], f"{where} (document {dup[0]}); nothing written"
+        return res, [], []
+    res.pii = doc.meta["pii"] = count_pii(doc.text)           # as `ingest_path` records it
+    chunks = chunk_document(doc, self.settings.chunk_size, self.settings.chunk_overlap) if chunk else whole_chunk(doc)
+    if not chunks: res.error, res.exit_code = "CorruptDocument: no text to index", 5
+    return res, chunks, [self._verdict(c.text) for c in chunks]
+Ingestor._prepare = _prepare
+
+# %% ../../nbs/12_ingest_pipeline.ipynb #b1ac44f2
+def _store_batch(self:Ingestor, todo:list, tags:list[str]) -> None:
+    "Embed the chunks of a batch in one call, store its documents in one transaction, update the index."
+    todo = [t for t in todo if t[1][1]]     # (doc, (result, chunks, flags)) with chunks
+    if not todo: return
+    te = time.perf_counter()
+    vecs = self._embed([embed_text(d, c) for d, (_, chunks, _) in todo for c in chunks])
+    per = (time.perf_counter() - te) / len(todo)
+    stored, at = [], 0
+    with transaction(self.con):
+        for doc, (res, chunks, flags) in todo:
+            v = vecs[at:at + len(chunks)]; at += len(chunks)
+            doc_id, ids, old_ids, replaced = self._store(doc, tags, chunks, flags, v, uuid.uuid4().hex)
+            res.status, res.document_id, res.chunks = ("replaced" if replaced else "added"), doc_id, len(chunks)
+            res.quarantined, res.embed_seconds = sum(q for q, _ in flags), per
+            stored.append((old_ids, ids, flags, v))
+    for old_ids, ids, flags, v in stored:
+        keep = [n for n, (q, _) in enumerate(flags) if not q]
+        if old_ids: self.index.remove(old_ids)
+        if keep: self.index.upsert([ids[n] for n in keep], v[keep], [tags] * len(keep))
+Ingestor._store_batch = _store_batch
+
+# %% ../../nbs/12_ingest_pipeline.ipynb #9e980400
+def ingest_documents(self:Ingestor, docs:Sequence[LoadedDocument], # documents already loaded
+                     acl_tags:Sequence[str]=("public",), # who may see them
+                     chunk:bool=True, # False: each document is one passage
+                     batch:int=64, # documents per embedding call and per transaction
+                     progress:bool|None=None # draw a progress bar; default: on a terminal or in a notebook
+                    ) -> list[IngestResult]:
+    "Ingest many loaded documents in batches; the vector index is saved once at the end."
+    from tqdm.auto import tqdm
+    tags, docs, out = check_tags(acl_tags), list(docs), []
+    bar = tqdm(total=len(docs), desc="embed", unit="doc" if chunk else "chunk", disable=not show_progress(progress), file=sys.stderr, smoothing=0.1)
+    try:
+        for s in range(0, len(docs), batch):
+            t0, todo = time.perf_counter(), [(d, self._prepare(d, tags, chunk)) for d in docs[s:s + batch]]
+            self._store_batch(todo, tags)
+            for _, (res, _, _) in todo: res.seconds = (time.perf_counter() - t0) / len(todo); out.append(res)
+            bar.update(len(todo)); bar.set_postfix_str(f"{sum(r.chunks for r in out)} chunks")
+    finally:
+        bar.close()
+        if any(r.status in ("added", "replaced") for r in out): out[-1].detail = self._refresh_index([], [], [], None, tags) or out[-1].detail
+    return out
+Ingestor.ingest_documents = ingest_documents
 
 # %% ../../nbs/12_ingest_pipeline.ipynb #34388c13
 def _parser():

@@ -13,7 +13,7 @@ from ..errors import ModelError
 from .base import Embeddings, Reranker, ChunkHit
 
 # %% auto #0
-__all__ = ['FastEmbedEmbeddings', 'FastEmbedReranker']
+__all__ = ['FastEmbedEmbeddings', 'length_batches', 'FastEmbedReranker']
 
 # %% ../../nbs/07_embed_fastembed.ipynb #013434de
 _registered: set = set()
@@ -40,13 +40,14 @@ class FastEmbedEmbeddings:
     "An `Embeddings` backend running a local sentence-transformer ONNX folder through fastembed."
     def __init__(self, model_dir:Path, # folder with model.onnx and tokenizer files
                  name:str|None=None, # model name recorded with results; defaults to the folder name
-                 batch_size:int=32, # texts per ONNX run
+                 batch_size:int=32, # texts per ONNX run, at most
+                 max_batch_chars:int=32 * 800, # padded characters per ONNX run, at most (see `length_batches`)
                  threads:int|None=None, # onnxruntime threads; None lets it choose
                  model_file:str="model.onnx", # the ONNX file inside the folder
                  dim:int|None=None): # output dimension; read from config.json when not given
         self.model_dir, self.model_file = Path(model_dir), model_file
         self.name = name or self.model_dir.name
-        self.batch_size, self.threads = batch_size, threads
+        self.batch_size, self.max_batch_chars, self.threads = batch_size, max_batch_chars, threads
         self.dim = dim or _model_dim(self.model_dir)
         self._model, self._lock = None, threading.Lock()
 
@@ -76,17 +77,33 @@ def _load(self:FastEmbedEmbeddings):
                              fix="run `keel models prepare` to rebuild the default folder, or fix KEEL_EMBED_PATH") from None
         return self._model
 
-# %% ../../nbs/07_embed_fastembed.ipynb #20df079b
+# %% ../../nbs/07_embed_fastembed.ipynb #f39d3e6c
+def length_batches(lengths:Sequence[int], # characters per text
+                   batch_size:int, # texts per batch at most
+                   max_chars:int # padded characters per batch at most (a batch costs len(batch) x its longest text)
+                  ) -> list[list[int]]:
+    "Indices of the texts grouped into batches of similar length, shortest first."
+    out, cur, longest = [], [], 0
+    for i in sorted(range(len(lengths)), key=lambda i: (lengths[i], i)):
+        n = max(longest, lengths[i])
+        if cur and (len(cur) >= batch_size or n * (len(cur) + 1) > max_chars): out.append(cur); cur, n = [], lengths[i]
+        cur.append(i); longest = n
+    return out + ([cur] if cur else [])
+
+# %% ../../nbs/07_embed_fastembed.ipynb #42293be8
 @patch
 def embed(self:FastEmbedEmbeddings, texts:Sequence[str]) -> np.ndarray:
-    "Embed `texts` as an (n, dim) float32 array of unit vectors."
+    "Embed `texts` as an (n, dim) float32 array of unit vectors, in batches of similar length."
     texts = list(texts)
-    if not texts: return np.zeros((0, self.dim), np.float32)
+    out = np.zeros((len(texts), self.dim), np.float32)
+    if not texts: return out
     m = self._load()
-    v = np.asarray(list(m.embed(texts, batch_size=self.batch_size)), dtype=np.float32).reshape(len(texts), -1)
-    if v.shape[1] != self.dim:
-        raise ModelError(f"{self.model_dir} produced {v.shape[1]}-d vectors, expected {self.dim}", fix="pass the right dim or fix config.json")
-    return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+    for idx in length_batches([len(t) for t in texts], self.batch_size, self.max_batch_chars):
+        v = np.asarray(list(m.embed([texts[i] for i in idx], batch_size=len(idx))), dtype=np.float32).reshape(len(idx), -1)
+        if v.shape[1] != self.dim:
+            raise ModelError(f"{self.model_dir} produced {v.shape[1]}-d vectors, expected {self.dim}", fix="pass the right dim or fix config.json")
+        out[idx] = v
+    return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
 
 @patch
 def embed_query(self:FastEmbedEmbeddings, text:str) -> np.ndarray:
