@@ -4,7 +4,7 @@ under bench/.cache/ through `Ingestor.ingest_documents`, embeddings cached in be
 embeds nothing. Imported by the other benchmark scripts; `python bench/corpora.py scifact|pubmedqa` ingests one.
 """
 from __future__ import annotations
-import json, os, sys, time
+import json, os, random, sys, time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -42,18 +42,26 @@ def corpus(name:str) -> tuple[Path, str]:
     "(BEIR folder, qrels split) of a corpus by name."
     return (SCIFACT, "train") if name == "scifact" else (pubmedqa_beir(), "dev")
 
-def context(name:str, **overrides):
-    "A Keel context over the corpus's benchmark data directory, its embeddings cached (the corpus ingested on first use)."
+def ingest_order(folder:Path, split:str, docs:list) -> list:
+    "Judged documents first, then the others in a seeded random order: a run cut short leaves a fair sample of the corpus."
+    judged = {f"{folder.name}/{l.split()[1]}" for l in list(open(folder/"qrels"/f"{split}.tsv"))[1:]}
+    rest = [d for d in docs if d.source not in judged]
+    random.Random(0).shuffle(rest)
+    return [d for d in docs if d.source in judged] + rest
+
+def context(name:str, part:int=0, parts:int=1, ingest:bool=True, cache:str|None=None, **overrides):
+    """A Keel context over the corpus's benchmark data directory, its embeddings cached (the corpus ingested on first
+    use; `part` of `parts` processes ingesting at once; `ingest=False` takes the directory as it is)."""
     from keel.config import load_settings
     from keel.factory import build_context, make_embeddings
     from keel.evals.retrieval import CachedEmbeddings
     folder, split = corpus(name)
     s = load_settings(dotenv=None, data_dir=CACHE/f"{folder.name}-data").replace(**overrides)
     ctx = build_context(s)
-    ctx.__dict__["embeddings"] = CachedEmbeddings(make_embeddings(s), CACHE/"embeddings")
+    ctx.__dict__["embeddings"] = CachedEmbeddings(make_embeddings(s), CACHE/"embeddings"/(cache or f"{name}-{part}"))
     n = ctx.con.execute("SELECT count(*) FROM documents").fetchone()[0]
-    docs = beir_documents(folder)
-    if n < len(docs):
+    docs = ingest_order(folder, split, beir_documents(folder))[part::parts]
+    if ingest and n < len(docs) * parts:
         t = time.perf_counter()
         res = ctx.ingestor.ingest_documents(docs, TAGS, chunk=False, progress=True)
         ctx.embeddings.save()
@@ -64,5 +72,5 @@ def context(name:str, **overrides):
     return ctx, folder, split
 
 if __name__ == "__main__":
-    ctx, folder, split = context(sys.argv[1] if len(sys.argv) > 1 else "scifact")
+    ctx, folder, split = context(sys.argv[1] if len(sys.argv) > 1 else "scifact", *map(int, sys.argv[2:4]))
     print(ctx.con.execute("SELECT count(*) FROM chunks").fetchone()[0], "passages in", ctx.settings.data_dir)

@@ -1,51 +1,81 @@
-"""SciFact (BEIR layout, train split) through the ranked-retrieval benchmark: BM25, vectors and hybrid.
+"""SciFact train (BEIR layout) through the production path: the corpus ingested one passage per document into its
+own data directory (bench/.cache/scifact-train-data) by `Ingestor.ingest_documents`, searched by that directory's
+`Retriever` (`bm25`, `vector`, and `hybrid` = `Retriever.retrieve`) with the benchmark user's tags, scored by
+`keel eval retrieval`'s code. `--before` also runs the in-memory copy the benchmark used before (FTS5 with every
+query word, its own reciprocal-rank fusion) over the same passages and the same stored vectors, to show where the
+two differ.
 
-Usage: python bench/scifact_retrieval.py [--data DIR] [--limit N] [--systems bm25 vector hybrid] [--out DIR]
+Usage: python bench/scifact_retrieval.py [--data DIR] [--limit N] [--systems bm25 vector hybrid] [--before] [--out DIR]
 
-The corpus stays outside the package (../shared/data/scifact-train beside the repository by default).
-Passages are embedded with the deployment's embedding model (the packaged MiniLM unless KEEL_EMBED_*
-say otherwise) and cached in bench/.cache/, so only the first run pays for embedding the 5,183
-abstracts. Writes the JSON and Markdown reports and one TREC run file per system to --out.
+The corpus stays outside the package (../shared/data/scifact-train beside the repository by default). The first
+run embeds 5,183 abstracts with the deployment's model (cached in bench/.cache/embeddings/); later runs find every
+passage already ingested and embed nothing.
 """
 from __future__ import annotations
-import argparse, json, sys, time
+import argparse, json, re, sqlite3, sys, time
+from collections import defaultdict
 from pathlib import Path
+import numpy as np
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 DEFAULT_DATA = REPO.parent/"shared"/"data"/"scifact-train"
 
-def embeddings(cache:Path):
-    "The profile's embedding model, its weights prepared under the cache folder, wrapped in the vector cache."
+def context(data:Path, cache:Path, data_dir:Path):
+    "The SciFact corpus's own context, ingested through the production path (nothing new when already there)."
     from keel.config import load_settings
-    from keel.factory import make_embeddings
-    from keel.evals.retrieval_bench import CachedEmbeddings
-    s = load_settings(dotenv=None).replace(data_dir=cache/"keel")
-    return CachedEmbeddings(make_embeddings(s), cache)
+    from keel.factory import build_context
+    from keel.evals.retrieval_bench import CachedEmbeddings, corpus_context
+    from keel.evals.retrieval_data import beir_documents
+    base = build_context(load_settings(dotenv=None, data_dir=cache/"keel"))
+    return corpus_context(base, beir_documents(data), data_dir, CachedEmbeddings(base.embeddings, cache/"embeddings"), progress=True)
+
+def before_systems(ctx):
+    "The benchmark's old in-memory path over the same passages and stored vectors: FTS5 with every word, its own RRF."
+    rows = ctx.con.execute("SELECT c.id, c.text, d.title, d.source, c.embedding FROM chunks c JOIN documents d ON d.id = c.document_id "
+                           "WHERE c.quarantined = 0 ORDER BY c.id").fetchall()
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE VIRTUAL TABLE fts USING fts5(text, heading, title, tokenize='porter unicode61 remove_diacritics 2')")
+    db.executemany("INSERT INTO fts(rowid, text, heading, title) VALUES (?,?,'',?)", [(i, r[1], r[2]) for i, r in enumerate(rows)])
+    V = np.stack([np.frombuffer(r[4], np.float32) for r in rows])
+    from keel.providers.base import ChunkHit
+    hit = lambda i, s: ChunkHit(rows[i][0], float(s), rows[i][1], 0, rows[i][3], rows[i][2])
+    def bm25(q, tags, k):
+        expr = " OR ".join(f'"{w}"' for w in dict.fromkeys(w.lower() for w in re.findall(r"\w+", q)))
+        return [hit(i, -s) for i, s in db.execute("SELECT rowid, bm25(fts) s FROM fts WHERE fts MATCH ? ORDER BY s, rowid LIMIT ?", (expr, k))] if expr else []
+    def vector(q, tags, k):
+        s = V @ ctx.embeddings.embed_query(q); top = np.argsort(-s, kind="stable")[:k]
+        return [hit(int(i), s[i]) for i in top]
+    def hybrid(q, tags, k):
+        fused, score = {}, defaultdict(float)
+        for name, hs in (("bm25", bm25(q, tags, k)), ("vector", vector(q, tags, k))):
+            for r, h in enumerate(hs, 1): fused.setdefault(h.chunk_id, h); score[h.chunk_id] += 1 / (60 + r)
+        return [fused[c] for c in sorted(fused, key=lambda c: -score[c])][:k]
+    return {"before-bm25": bm25, "before-vector": vector, "before-hybrid": hybrid}
 
 def run(data:Path=DEFAULT_DATA, limit:int|None=None, systems=("bm25", "vector", "hybrid"), out:Path=HERE/".cache"/"scifact",
-        cache:Path=HERE/".cache", depth:int=100, permutations:int=10_000):
+        cache:Path=HERE/".cache", depth:int=100, permutations:int=10_000, data_dir:Path|None=None, before:bool=False):
     "Run the benchmark; returns (result, timings)."
     from keel.evals.retrieval_data import load_beir
-    from keel.evals.retrieval_bench import MemoryCorpus, run_benchmark
+    from keel.evals.retrieval_bench import run_benchmark, BENCH_TAGS
     from keel.evals.retrieval_report import write_trec_run, write_trec_qrels, to_json, to_markdown
     t0 = time.perf_counter()
-    ds, passages = load_beir(data, split="train", cutoffs=(1, 3, 5, 10, 100), limit=limit)
-    emb = embeddings(cache) if any(s != "bm25" for s in systems) else None
-    corpus = MemoryCorpus(passages, emb, name=ds.id)
+    ds = load_beir(data, split="train", cutoffs=(1, 3, 5, 10, 100), limit=limit)[0]
+    for c in ds.cases: c.user_tags = list(BENCH_TAGS)
+    ctx = context(data, cache, data_dir or cache/"scifact-train-data")
     t1 = time.perf_counter()
-    if emb is not None: corpus.vectors()
+    res = run_benchmark(ctx, ds, systems=list(systems), extra=before_systems(ctx) if before else None, depth=depth, permutations=permutations)
     t2 = time.perf_counter()
-    res = run_benchmark(corpus, ds, systems=list(systems), depth=depth, permutations=permutations)
-    t3 = time.perf_counter()
-    if emb is not None and emb.computed: emb.save()
+    if ctx.embeddings.computed: ctx.embeddings.save()
     out.mkdir(parents=True, exist_ok=True)
     write_trec_qrels(res, out/"qrels.txt", "document")
     for s in res.systems: write_trec_run(res, s, out/f"{s}.run", "document")
     (out/"report.json").write_text(json.dumps(to_json(res), indent=1))
     (out/"report.md").write_text(to_markdown(res))
-    timings = {"load": t1 - t0, "embed_corpus": t2 - t1, "benchmark": t3 - t2, "total": t3 - t0,
-               "computed_embeddings": emb.computed if emb else 0, **{f"retrieve_{s}": v for s, v in res.seconds.items()}}
+    timings = {"ingest": t1 - t0, "benchmark": t2 - t1, "computed_embeddings": ctx.embeddings.computed,
+               **{f"retrieve_{s}": v for s, v in res.seconds.items()}}
+    print(ctx.ingest_summary, file=sys.stderr)
+    ctx.close()
     return res, timings
 
 def main(argv=None):
@@ -53,11 +83,13 @@ def main(argv=None):
     p.add_argument("--data", type=Path, default=DEFAULT_DATA)
     p.add_argument("--limit", type=int)
     p.add_argument("--systems", nargs="+", default=["bm25", "vector", "hybrid"])
+    p.add_argument("--before", action="store_true", help="also run the old in-memory path over the same passages and vectors")
     p.add_argument("--out", type=Path, default=HERE/".cache"/"scifact")
     a = p.parse_args(argv)
     if not (a.data/"corpus.jsonl").is_file(): sys.exit(f"no SciFact data at {a.data} (corpus.jsonl missing); pass --data")
     from keel.evals.retrieval_report import format_text
-    res, t = run(a.data, a.limit, a.systems, a.out)
+    systems = a.systems + (["before-bm25", "before-vector", "before-hybrid"] if a.before else [])
+    res, t = run(a.data, a.limit, systems, a.out, before=a.before)
     print(format_text(res))
     print()
     print("headline (document level): " + "; ".join(

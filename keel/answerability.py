@@ -29,10 +29,9 @@ def term_profile(bi:BM25Index, # the corpus's BM25 index
                  query:str) -> tuple[list[str], np.ndarray, list]:
     "The query's distinct index terms, their idf here (largest for unseen terms) and each term's posting rows (None when unseen)."
     terms = list(dict.fromkeys(bi.analyzer.terms(query_terms(query))))
-    n, idf, rows = len(bi.ids), [], []
+    n, idf, rows = len(bi), [], []
     for t in terms:
-        j = bi.vocab.get(t)
-        r = bi.rows[bi.indptr[j]:bi.indptr[j + 1]] if j is not None else None
+        r = bi.rows_of(t)
         df = 0 if r is None else len(r)
         idf.append(math.log(1 + (n - df + 0.5) / (df + 0.5))); rows.append(r)
     return terms, np.array(idf), rows
@@ -116,7 +115,7 @@ def features(query:str, # the question
     pres = term_presence(bi, rows, [h.chunk_id for h in hits])
     per_hit = _cov(pres, idf)
     rare = np.argsort(-idf, kind="stable")[:max(1, math.ceil(len(idf) / 3))] if len(idf) else []
-    fts_idf = np.array([max(math.log((len(bi.ids) - (0 if r is None else len(r)) + .5) / ((0 if r is None else len(r)) + .5)), 1e-6) for r in rows])
+    fts_idf = np.array([max(math.log((len(bi) - (0 if r is None else len(r)) + .5) / ((0 if r is None else len(r)) + .5)), 1e-6) for r in rows])
     best_bm25 = max((h.scores.get("bm25", 0.0) for h in hits), default=0.0)
     return dict(cosine=float(cos.max()), cosine_z=float((cos.max() - mu) / sd),
                 cosine_gap=float(cos.max() - np.delete(cos, cos.argmax()).mean()) if len(cos) > 1 else 0.0,

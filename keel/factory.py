@@ -4,7 +4,7 @@
 
 # %% ../nbs/80_factory.ipynb #aa06c088
 from __future__ import annotations
-import time, os
+import json, time, os
 from functools import cached_property, partial
 from pathlib import Path
 from .config import Settings, get_settings
@@ -187,6 +187,28 @@ def derive(self:AppContext, settings:Settings|None=None, # other settings; defau
            **overrides) -> AppContext: # fields to change, e.g. `data_dir`
     "A new context from other settings; the caller closes it."
     return build_context(settings or self.settings, **overrides)
+
+# %% ../nbs/80_factory.ipynb #af87979b
+@patch
+def use_embeddings(self:AppContext, embeddings) -> AppContext:
+    "Use an embedding model already built (e.g. wrapped in a cache) instead of the settings' one; call before first use."
+    if any(k in self.__dict__ for k in ("embeddings", "_index", "_retriever", "_ingestor")):
+        raise KeelError("this context already uses its embedding model", fix="call use_embeddings right after derive or build_context")
+    self.__dict__["embeddings"] = embeddings
+    return self
+
+@patch
+def vector_index_for(self:AppContext, embeddings): # another embedding model
+    "A new vector index over this database's searchable chunks, embedded with `embeddings` as ingest embeds them."
+    from keel.providers.faiss import FaissIndex
+    from keel.ingest.pipeline import embed_text
+    from types import SimpleNamespace as NS
+    rows = self.con.execute("SELECT c.id, c.acl_tags, c.text, c.heading, d.title FROM chunks c JOIN documents d ON d.id = c.document_id "
+                            "WHERE c.quarantined = 0 ORDER BY c.id").fetchall()
+    idx = FaissIndex(embeddings.dim, self.settings.vector_index)
+    if rows: idx.upsert([r[0] for r in rows], embeddings.embed([embed_text(NS(title=r[4]), NS(heading=r[3], text=r[2])) for r in rows]),
+                        [json.loads(r[1]) for r in rows])
+    return idx
 
 # %% ../nbs/80_factory.ipynb #99d3058b
 def _try(f):

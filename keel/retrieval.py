@@ -114,9 +114,10 @@ class Segment:
 
     @classmethod
     def of(cls, tid:np.ndarray, row:np.ndarray, f:np.ndarray, n_terms:int) -> Segment:
-        "A segment from (term, row, frequency) triples in any order."
+        "A segment from (term, row, frequency) triples in any order (in row order, they also serve as the row-major view)."
         order = np.lexsort((row, tid))
-        return cls(np.searchsorted(tid[order], np.arange(n_terms + 1)), row[order], f[order])
+        fwd = (row, tid, f) if len(row) < 2 or bool(np.all(row[1:] >= row[:-1])) else None
+        return cls(np.searchsorted(tid[order], np.arange(n_terms + 1)), row[order], f[order], fwd)
     def column(self, j:int) -> tuple[np.ndarray, np.ndarray]:
         "(rows, frequencies) of term column `j` (empty for a term this segment does not hold)."
         if j + 1 >= len(self.indptr): return self.rows[:0], self.f[:0]
@@ -132,7 +133,7 @@ def triples(self:Segment) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 @patch
 def terms_of(self:Segment, row:int) -> tuple[np.ndarray, np.ndarray]:
-    "(term columns, frequencies) of one row, through a row-major view built on first use."
+    "(term columns, frequencies) of one row, through the row-major view (kept from building, or sorted on first use)."
     if self._fwd is None:
         t, r, f = self.triples(); o = np.argsort(r, kind="stable"); self._fwd = (r[o], t[o], f[o])
     r, t, f = self._fwd
@@ -393,6 +394,14 @@ def coverage(self:BM25Index, query:str, # any user text
         j = self.vocab.get(t)
         if j is not None: out += np.isin(pos, np.concatenate([s.column(j)[0] for s in self.segments]))
     return out / len(terms)
+
+@patch
+def rows_of(self:BM25Index, term:str) -> np.ndarray|None:
+    "The live rows holding an index term, across segments (None for a term the index has never seen)."
+    j = self.vocab.get(term)
+    if j is None: return None
+    r = np.concatenate([s.column(j)[0] for s in self.segments])
+    return r[self.alive[r]]
 
 @patch
 def scores(self:BM25Index, qw:dict, # column -> query weight (`Counter(self._columns(query))`, or `expand`'s)

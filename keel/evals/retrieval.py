@@ -4,13 +4,14 @@
 
 # %% ../../nbs/51_evals_retrieval.ipynb #96c26ffe
 from __future__ import annotations
-import json
+import json, sys
 from pathlib import Path
 from typing import Callable
 from ..errors import InputError, KeelError, EXIT_OK, EXIT_FAILED
 from ..command import command_parser, run_command
-from .retrieval_data import LEVELS, load_dataset, load_beir, passages_from_db
-from .retrieval_bench import MemoryCorpus, CachedEmbeddings, run_benchmark, _docno
+from ..retrieval import Retriever
+from .retrieval_data import LEVELS, load_dataset, load_beir, beir_documents
+from .retrieval_bench import CachedEmbeddings, BENCH_TAGS, corpus_context, run_benchmark, _docno
 from .retrieval_report import format_text, to_json, to_markdown, write_trec_run, write_trec_qrels
 
 # %% auto #0
@@ -29,6 +30,7 @@ def _parser():
     p.add_argument("--depth", type=int, help="passages asked per query (default: the largest cutoff)")
     p.add_argument("--split", default="test", help="BEIR qrels split (default test)")
     p.add_argument("--limit", type=int, help="BEIR: evaluate only the first N queries")
+    p.add_argument("--bench-dir", type=Path, help="BEIR: the corpus's data directory (default <data dir>/bench/<folder>)")
     p.add_argument("--cache", type=Path, help="embedding cache folder (default <data dir>/cache/embeddings)")
     p.add_argument("--embed2-path", type=Path, help="a fastembed model folder for the vector2 system")
     p.add_argument("--embed2-endpoint", help="an OpenAI-compatible embeddings endpoint for vector2")
@@ -49,16 +51,26 @@ def _second_embeddings(ctx, a):
                              embed_endpoint=a.embed2_endpoint, embed_model=a.embed2_model)
     return ctx.embeddings_for(s)
 
-# %% ../../nbs/51_evals_retrieval.ipynb #f2f95184
-def _vector2(ctx, a, passages, cache) -> tuple[dict, dict]:
-    "The `vector2` system over the same passages with a second embedding model, or why it is skipped."
+# %% ../../nbs/51_evals_retrieval.ipynb #0c553a84
+def _cache(ctx, a) -> Path: return a.cache or Path(ctx.settings.data_dir)/"cache"/"embeddings"
+
+def _source(ctx, a, ds):
+    "The context the systems search: the deployment's own, or a BEIR corpus's (ingested into its own data directory)."
+    if not Path(a.dataset).is_dir(): return ctx
+    for c in ds.cases: c.user_tags = list(BENCH_TAGS)
+    bctx = corpus_context(ctx, beir_documents(a.dataset), a.bench_dir or Path(ctx.settings.data_dir)/"bench"/Path(a.dataset).name,
+                          CachedEmbeddings(ctx.embeddings, _cache(ctx, a)))
+    print(bctx.ingest_summary, file=sys.stderr)
+    return bctx
+
+def _vector2(source, ctx, a) -> tuple[dict, dict]:
+    "The `vector2` system: the same chunks embedded by a second model and searched by the same `Retriever`, or why it is skipped."
     if not (a.embed2_path or a.embed2_endpoint):
         why = "no second embedding model given (--embed2-path or --embed2-endpoint)"
         return {}, ({"vector2": why} if a.systems and "vector2" in a.systems else {})
     try:
-        emb2 = CachedEmbeddings(_second_embeddings(ctx, a), cache)
-        corpus = passages if passages is not None else passages_from_db(ctx.con)
-        return {"vector2": MemoryCorpus(corpus, emb2, name="vector2").vector}, {}
+        emb2 = CachedEmbeddings(_second_embeddings(ctx, a), _cache(ctx, a))
+        return {"vector2": Retriever(source.con, emb2, source.vector_index_for(emb2), source.settings).vector}, {}
     except (KeelError, OSError) as e: return {}, {"vector2": f"{type(e).__name__}: {e}"}
 
 def _write(res, a):
@@ -72,14 +84,12 @@ def _write(res, a):
 # %% ../../nbs/51_evals_retrieval.ipynb #363a3500
 def _benchmark(a, make_ctx) -> int:
     _check(a)
-    beir = Path(a.dataset).is_dir()
-    ds, passages = load_beir(a.dataset, a.split, limit=a.limit) if beir else (load_dataset(a.dataset), None)
+    ds = load_beir(a.dataset, a.split, limit=a.limit)[0] if Path(a.dataset).is_dir() else load_dataset(a.dataset)
     ctx = make_ctx()
-    cache = a.cache or Path(ctx.settings.data_dir)/"cache"/"embeddings"
-    source = ctx if passages is None else MemoryCorpus(passages, CachedEmbeddings(ctx.embeddings, cache), name=ds.id)
-    job = ctx.remote_job("retrieval_systems") if passages is None and hasattr(ctx, "remote_job") else None
+    source = _source(ctx, a, ds)
+    extra, skipped = _vector2(source, ctx, a)
+    job = ctx.remote_job("retrieval_systems") if source is ctx and hasattr(ctx, "remote_job") else None
     if job: source, remote_skipped = job(ds, a.depth)   # KEEL_EXECUTOR=ray: the queries run on workers
-    extra, skipped = _vector2(ctx, a, passages, cache)
     res = run_benchmark(source, ds, systems=[s for s in a.systems if s not in skipped] if a.systems else None,
                         extra=extra, depth=a.depth)
     res.skipped.update(skipped)

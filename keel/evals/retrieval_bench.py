@@ -5,7 +5,7 @@
 # %% ../../nbs/50b_evals_retrieval_bench.ipynb #c5b17d2e
 from __future__ import annotations
 import hashlib, re, sqlite3, time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Sequence
@@ -18,93 +18,27 @@ from .metrics import query_measures, trec_order
 from .retrieval_data import Judgment, Dataset, Gate, LEVELS, load_dataset, passage
 
 # %% auto #0
-__all__ = ['System', 'fts_query', 'rrf', 'MemoryCorpus', 'embedding_text', 'CachedEmbeddings', 'judge_ranking', 'metric_key',
-           'case_metrics', 'standard_systems', 'run_file_system', 'BenchmarkResult', 'run_benchmark',
-           'paired_randomisation', 'GateResult', 'check_gates']
+__all__ = ['BENCH_TAGS', 'System', 'corpus_context', 'CachedEmbeddings', 'judge_ranking', 'metric_key', 'case_metrics',
+           'standard_systems', 'run_file_system', 'BenchmarkResult', 'run_benchmark', 'paired_randomisation',
+           'GateResult', 'check_gates']
 
-# %% ../../nbs/50b_evals_retrieval_bench.ipynb #f5603bec
-def fts_query(text:str) -> str|None:
-    "Any user text as a safe FTS5 expression: its words, quoted, joined by OR (None when it has none)."
-    words = list(dict.fromkeys(w.lower() for w in re.findall(r"\w+", text)))
-    return " OR ".join(f'"{w}"' for w in words) or None
+# %% ../../nbs/50b_evals_retrieval_bench.ipynb #ff749668
+BENCH_TAGS = ("benchmark",)   # the tags of a benchmark corpus's passages, and of the user who asks
 
-# %% ../../nbs/50b_evals_retrieval_bench.ipynb #d9e89b0f
-def rrf(lists:Sequence[Sequence[ChunkHit]], k:int=60, names=("bm25", "vector")) -> list[ChunkHit]:
-    "Fuse ranked lists by reciprocal rank; the fused hits carry each list's rank."
-    fused, score = {}, defaultdict(float)
-    for name, hits in zip(names, lists):
-        for r, h in enumerate(hits, 1):
-            key = (h.source, h.chunk_id)
-            if key not in fused: fused[key] = replace(h, ranks={}, scores={})
-            fused[key].ranks[name], fused[key].scores[name] = r, h.score
-            score[key] += 1 / (k + r)
-    out = sorted(fused, key=lambda key: -score[key])
-    for key in out: fused[key].score = score[key]
-    return [fused[key] for key in out]
-
-# %% ../../nbs/50b_evals_retrieval_bench.ipynb #ee3decb0
-class MemoryCorpus:
-    "Passages in memory with BM25, vector and fused search: the `Retriever`'s interface without a data directory."
-    def __init__(self, passages:Sequence[ChunkHit], # the searchable passages
-                 embeddings:Embeddings|None=None, # for `vector`; None leaves only `bm25`
-                 name:str="memory"):
-        self.passages, self.embeddings, self.name, self._vectors, self._masks = list(passages), embeddings, name, None, {}
-        self.db = sqlite3.connect(":memory:", check_same_thread=False)
-        self.db.execute("CREATE VIRTUAL TABLE fts USING fts5(text, heading, title, tokenize='porter unicode61 remove_diacritics 2')")
-        self.db.executemany("INSERT INTO fts(rowid, text, heading, title) VALUES (?,?,?,?)",
-                            [(i, p.text, p.heading, p.title) for i, p in enumerate(self.passages)])
-    def __len__(self): return len(self.passages)
-    def _hit(self, i, score): return replace(self.passages[i], score=float(score), ranks={}, scores={})
-
-# %% ../../nbs/50b_evals_retrieval_bench.ipynb #35086b9e
-@patch
-def bm25(self:MemoryCorpus, query:str, tags:Sequence[str]|None, k:int) -> list[ChunkHit]:
-    "The `k` best passages by BM25 among those `tags` may see."
-    expr, tags = fts_query(query), effective_tags(tags)
-    if not expr or not tags or k < 1: return []
-    ok, limit = set(tags), k
-    while True:
-        got = self.db.execute("SELECT rowid, bm25(fts) AS s FROM fts WHERE fts MATCH ? ORDER BY s, rowid LIMIT ?", [expr, limit]).fetchall()
-        rows = [(i, s) for i, s in got if ok & set(self.passages[i].acl_tags)][:k]
-        if len(rows) == k or len(got) < limit: break
-        limit *= 4
-    return [self._hit(i, -s) for i, s in rows]
-
-# %% ../../nbs/50b_evals_retrieval_bench.ipynb #163f08f8
-@patch
-def vectors(self:MemoryCorpus, batch:int=256) -> np.ndarray:
-    "The passages' embeddings (title and text), computed on first use."
-    if self._vectors is None:
-        if self.embeddings is None:
-            raise ModelError(f"{self.name} has no embedding model", fix="pass embeddings= to MemoryCorpus")
-        texts = [embedding_text(p) for p in self.passages]
-        parts = [self.embeddings.embed(texts[i:i + batch]) for i in range(0, len(texts), batch)]
-        self._vectors = np.concatenate(parts) if parts else np.zeros((0, self.embeddings.dim), np.float32)
-    return self._vectors
-
-def embedding_text(p:ChunkHit) -> str:
-    "What gets embedded for a passage: its title (when it is not the source itself), then its text."
-    return f"{p.title}\n{p.text}".strip() if p.title and p.title != p.source else p.text
-
-@patch
-def vector(self:MemoryCorpus, query:str, tags:Sequence[str]|None, k:int) -> list[ChunkHit]:
-    "The `k` nearest passages by inner product among those `tags` may see."
-    V = self.vectors()
-    tags = effective_tags(tags)
-    if not tags or k < 1 or not len(V): return []
-    s = V @ np.asarray(self.embeddings.embed_query(query), np.float32)
-    ok = self._masks.get(tuple(tags))
-    if ok is None:
-        ok = self._masks[tuple(tags)] = np.fromiter((allowed(p.acl_tags, tags) for p in self.passages), bool,
-                                                    len(self.passages))
-    s = np.where(ok, s, -np.inf)
-    top = np.argsort(-s, kind="stable")[:min(k, int(ok.sum()))]
-    return [self._hit(int(i), s[i]) for i in top]
-
-@patch
-def retrieve(self:MemoryCorpus, query:str, tags:Sequence[str]|None, k:int) -> list[ChunkHit]:
-    "BM25 and vector lists (each `k` deep) fused by reciprocal rank, cut to `k`."
-    return rrf([self.bm25(query, tags, k), self.vector(query, tags, k)])[:k]
+def corpus_context(ctx, # the caller's context: its settings, and `derive` for new ones
+                   docs:Sequence, # the corpus as `LoadedDocument`s, e.g. `beir_documents(folder)`
+                   data_dir:str|Path, # the corpus's own data directory, kept between runs
+                   embeddings=None, # the model to embed with (e.g. a `CachedEmbeddings`); default the settings'
+                   tags:Sequence[str]=BENCH_TAGS, # every passage's tags
+                   progress:bool|None=None): # a progress bar while embedding; default on a terminal or in a notebook
+    "A context over a benchmark corpus ingested through the production `Ingestor`, one passage per document."
+    bctx = ctx.derive(data_dir=Path(data_dir))
+    if embeddings is not None: bctx.use_embeddings(embeddings)
+    res = bctx.ingestor.ingest_documents(docs, list(tags), chunk=False, progress=progress)
+    n = Counter(r.status for r in res)
+    bctx.ingest_summary = (f"{len(res)} passages in {data_dir}: {n['added']} ingested, {n['duplicate']} already there, "
+                           f"{n['failed']} failed, {sum(r.quarantined for r in res)} quarantined")
+    return bctx
 
 # %% ../../nbs/50b_evals_retrieval_bench.ipynb #a8949885
 class CachedEmbeddings:
@@ -192,7 +126,7 @@ def case_metrics(ranked:list[str], qrels:dict[str, int], cutoffs:Sequence[int]) 
         out.update({f"ndcg@{k}": m[f"ndcg_cut_{k}"], f"recall@{k}": m[f"recall_{k}"], f"precision@{k}": m[f"P_{k}"]})
     return out
 
-# %% ../../nbs/50b_evals_retrieval_bench.ipynb #7bb25433
+# %% ../../nbs/50b_evals_retrieval_bench.ipynb #2698fbc7
 System = Callable[[str, "list[str]|None", int], "list[ChunkHit]"]
 
 def _memo(f):
@@ -210,11 +144,12 @@ def _unscored(method):
     except (TypeError, ValueError): takes = False
     return (lambda q, t, k: method(q, t, k, score=False)) if takes else method
 
-def standard_systems(retriever, # has bm25(query, tags, k) and vector(query, tags, k)
+def standard_systems(retriever, # a `Retriever` (anything with bm25, vector, hybrid and retrieve)
                      reranker=None) -> dict[str, System]: # a `Reranker`, for `hybrid+rerank`
-    "bm25, vector, hybrid (RRF) and, with a reranker, hybrid+rerank over one retriever."
+    "bm25, vector, hybrid (what `retrieve` returns) and, with a reranker, hybrid+rerank over one retriever."
     bm25, vector = _memo(_unscored(retriever.bm25)), _memo(_unscored(retriever.vector))
-    hybrid = _memo(lambda q, t, k: rrf([bm25(q, t, k), vector(q, t, k)])[:k])
+    reranks = getattr(getattr(retriever, "settings", None), "rerank", False)
+    hybrid = _memo(_unscored(retriever.hybrid) if reranks else retriever.retrieve)
     out = {"bm25": bm25, "vector": vector, "hybrid": hybrid}
     if reranker is not None: out["hybrid+rerank"] = lambda q, t, k: list(reranker.rerank(q, list(hybrid(q, t, k))))[:k]
     return out

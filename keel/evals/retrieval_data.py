@@ -11,11 +11,12 @@ from pathlib import Path
 from ..yamlfile import parse_yaml
 from ..errors import InputError
 from ..providers.base import ChunkHit
+from ..ingest.loaders import LoadedDocument, Page
 from .core import SourceRef, invalid, check_keys, text_value, int_value, number_value
 
 # %% auto #0
 __all__ = ['METRICS', 'LEVELS', 'Judgment', 'Case', 'Gate', 'Dataset', 'parse_dataset', 'load_dataset', 'passage',
-           'passages_from_db', 'load_beir', 'load_trec']
+           'passages_from_db', 'load_beir', 'beir_documents', 'load_trec']
 
 # %% ../../nbs/50a_evals_retrieval_data.ipynb #21e11c9a
 @dataclass
@@ -201,6 +202,19 @@ def load_beir(folder:str|Path, # a BEIR dataset folder
         qrels[f[0]][f[1]] = int(f[2])
     cases = _cases_from_qrels(qrels, queries, category or d.name, str(files[2]))[:limit]
     return Dataset(f"{d.name}-{split}", sorted(set(cutoffs)), cases, [], _sha256_files(files), 1, str(d)), passages
+
+# %% ../../nbs/50a_evals_retrieval_data.ipynb #5eae777c
+def beir_documents(folder:str|Path, # a BEIR dataset folder
+                   ) -> list[LoadedDocument]:
+    "A BEIR corpus as loaded documents for `Ingestor.ingest_documents`: source `<folder name>/<id>`, title, one page of text."
+    d, out = Path(folder), []
+    for line in (d/"corpus.jsonl").read_bytes().splitlines():
+        if not line.strip(): continue
+        try: x = json.loads(line)
+        except json.JSONDecodeError as e: raise InputError(f"{d/'corpus.jsonl'}: not valid JSON ({e.msg})", fix="fix or remove the line") from None
+        out.append(LoadedDocument(f"{d.name}/{x['_id']}", x.get("title") or "", "text", hashlib.sha256(line).hexdigest(),
+                                  [Page(None, x.get("text") or "")], len(line)))
+    return out
 
 # %% ../../nbs/50a_evals_retrieval_data.ipynb #e779a92e
 def load_trec(qrels_path:str|Path, # a TREC qrels file

@@ -28,6 +28,11 @@ def _model_dim(model_dir:Path, default:int=384) -> int:
     try: return int(json.loads((Path(model_dir)/"config.json").read_text()).get("hidden_size", default))
     except (OSError, ValueError): return default
 
+def _max_length(model_dir:Path) -> int|None:
+    "The token limit a sentence-transformers folder declares (`sentence_bert_config.json`), or None."
+    try: return int(json.loads((Path(model_dir)/"sentence_bert_config.json").read_text())["max_seq_length"])
+    except (OSError, ValueError, KeyError, TypeError): return None
+
 def _check_folder(model_dir:Path, model_file:str, what:str):
     "`ModelError` unless the folder holds the ONNX file and a tokenizer."
     missing = [n for n in (model_file, "tokenizer.json") if not (Path(model_dir)/n).is_file()]
@@ -44,11 +49,12 @@ class FastEmbedEmbeddings:
                  max_batch_chars:int=32 * 800, # padded characters per ONNX run, at most (see `length_batches`)
                  threads:int|None=None, # onnxruntime threads; None lets it choose
                  model_file:str="model.onnx", # the ONNX file inside the folder
-                 dim:int|None=None): # output dimension; read from config.json when not given
+                 dim:int|None=None, # output dimension; read from config.json when not given
+                 max_length:int|None=None): # tokens per text; default the folder's sentence_bert_config.json, else its tokenizer's
         self.model_dir, self.model_file = Path(model_dir), model_file
         self.name = name or self.model_dir.name
         self.batch_size, self.max_batch_chars, self.threads = batch_size, max_batch_chars, threads
-        self.dim = dim or _model_dim(self.model_dir)
+        self.dim, self.max_length = dim or _model_dim(self.model_dir), max_length
         self._model, self._lock = None, threading.Lock()
 
     def __repr__(self): return f"FastEmbedEmbeddings({str(self.model_dir)!r}, dim={self.dim})"
@@ -75,6 +81,8 @@ def _load(self:FastEmbedEmbeddings):
         except Exception as e:
             raise ModelError(f"cannot load the embedding model in {self.model_dir}: {str(e).splitlines()[0][:300]}",
                              fix="run `keel models prepare` to rebuild the default folder, or fix KEEL_EMBED_PATH") from None
+        if n := self.max_length or _max_length(self.model_dir):
+            self._model.model.tokenizer.enable_truncation(max_length=n)
         return self._model
 
 # %% ../../nbs/07_embed_fastembed.ipynb #f39d3e6c
