@@ -11,7 +11,7 @@ trec_eval's semantics (keel.evals.metrics). Prints the table; asserts nothing.
     .venv/bin/python bench/fusion_study.py [--bm25-only] [--limit N]
 """
 from __future__ import annotations
-import argparse, copy, itertools, json, random, sys, time
+import argparse, copy, itertools, json, pickle, random, sys, time
 from collections import Counter
 from pathlib import Path
 import numpy as np
@@ -20,8 +20,8 @@ from corpora import context, TAGS, CACHE
 from keel.evals.metrics import query_measures
 from keel.retrieval import Retriever, rrf, convex
 
-TITLE = (1.0, 2.0, 3.0)
-PRF = ((0, 10, 0.5), (10, 10, 0.5), (10, 20, 0.7), (5, 10, 0.6))
+TITLE = (1.0, 2.0)
+PRF = ((0, 10, 0.5), (10, 10, 0.5), (10, 20, 0.7))
 FUSIONS = ([("bm25", None), ("vector", None)] + [("rrf", w) for w in (0.3, 0.4, 0.5, 0.6, 0.7)]
            + [("convex", w) for w in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8)])
 
@@ -98,20 +98,26 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bm25-only", action="store_true"); ap.add_argument("--limit", type=int)
     ap.add_argument("--corpora", nargs="+", default=["scifact", "pubmedqa"])
+    ap.add_argument("--small", action="store_true", help="a smaller grid: RM3 10/10/0.5 only, weights 0.4 to 0.7")
+    ap.add_argument("--reuse", action="store_true", help="reuse the per-corpus scores saved by an earlier run")
     a = ap.parse_args(argv)
     print("one run on a shared, busy 2-core machine; quality figures are deterministic, timings are not")
-    variants = [(t, p) for t in TITLE for p in PRF]
+    variants = [(t, p) for t in TITLE for p in (PRF[:2] if a.small else PRF)]
     fusions = [f for f in FUSIONS if f[0] == "bm25"] if a.bm25_only else FUSIONS
+    if a.small: fusions = [f for f in fusions if f[1] is None or 0.4 <= f[1] <= 0.7]
     configs = [((t, *p), f) for t, p in variants for f in fusions]
     configs = [c for c in configs if not (c[1][0] == "vector" and c[0] != (1.0, 0, 10, 0.5))]   # one vector row
     results = {}
     for corpus in a.corpora:
+        saved = CACHE/f"fusion-{corpus}.pkl"
+        if a.reuse and saved.is_file(): results[corpus] = pickle.loads(saved.read_bytes()); continue
         ctx, folder, split = context(corpus, ingest=False, cache="queries")
         qs = queries(folder, split, a.limit)
+        n = ctx.con.execute("SELECT count(*) FROM chunks").fetchone()[0]
         t = time.perf_counter()
         results[corpus] = score(ctx, qs, lists(ctx, qs, variants), configs)
-        print(f"{corpus}: {len(qs)} queries, {ctx.con.execute('SELECT count(*) FROM chunks').fetchone()[0]} passages, "
-              f"{len(configs)} configurations, {time.perf_counter() - t:.0f} s", file=sys.stderr)
+        print(f"{corpus}: {len(qs)} queries, {n} passages, {len(configs)} configurations, {time.perf_counter() - t:.0f} s")
+        saved.write_bytes(pickle.dumps(results[corpus]))
         ctx.close()
     sf, pm = results.get("scifact"), results.get("pubmedqa")
     base = ((1.0, 0, 10, 0.5), "rrf", 0.5)
