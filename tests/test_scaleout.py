@@ -123,6 +123,21 @@ def test_retrieval_benchmark_through_an_executor_ranks_the_same(pair, tmp_path):
     assert a["systems"] and strip(a, {}) == strip(b, {})
 
 
+def test_robustness_probes_through_an_executor_score_the_same(pair):
+    from keel.evals.robustness import run_robustness
+    out = {}
+    for name, ex in (("local", None), ("remote", PickledExecutor())):
+        ctx = make_ctx(pair / "local", ex)
+        n0 = ctx.con.execute("SELECT max(seq) FROM ledger").fetchone()[0]
+        res = run_robustness(ctx, pair / "golden.yaml", None, limit=2, progress=False)
+        assert ctx.con.execute("SELECT max(seq) FROM ledger").fetchone()[0] == n0   # probes never write the deployment's ledger
+        out[name] = res
+        ctx.close()
+    a, b = out["local"], out["remote"]
+    assert len(a.rows) > 4 and strip(a.rows, {}) == strip(b.rows, {})
+    assert strip(a.table, {}) == strip(b.table, {}) and [g.passed for g in a.gates] == [g.passed for g in b.gates]
+
+
 # ---------------------------------------------------------------- a real Ray cluster
 
 def ray_job(mode, tmp_path, timeout):

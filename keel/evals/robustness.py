@@ -417,7 +417,8 @@ def run_robustness(ctx, # an AppContext (answer_engine, retriever, con, settings
     overrides, pool, tags_of = read_gates(golden_path), passage_pool(ctx.con), _chunk_tags(ctx.con)
     probes = [p for it in items for p in probes_for(it, pool, seed, perturbations)]
     store = ScratchStore()
-    try: rows = [ask_probe(ctx, p, store, tags_of) for p in tqdm(probes, desc="robustness", disable=not progress)]
+    job = ctx.remote_job("robustness_rows") if hasattr(ctx, "remote_job") else None   # KEEL_EXECUTOR=ray: items on workers
+    try: rows = job(items, seed, perturbations) if job else [ask_probe(ctx, p, store, tags_of) for p in tqdm(probes, desc="robustness", disable=not progress)]
     finally: store.close()
     clean = {r["id"]: r for r in rows if r["perturbation"] == "clean"}
     for r in rows:
