@@ -53,16 +53,17 @@ docs: install
 	$(PY) tools/build_docs.py
 
 # export/clean must leave notebooks and the library unchanged, then notebook tests, the docs site,
-# then end-to-end tests (the docs and panel tests open pages in a browser)
+# then end-to-end tests (the docs and panel tests open pages in a browser; the few real-model
+# answer-contract tests marked `contract` run here too, the other `slow` ones in test-slow)
 test: install browser
 	$(PY) tools/check_clean.py
 	$(BIN)/nbdev_test --n_workers 2 --do_print
 	$(PY) tools/build_docs.py
-	$(BIN)/pytest -q tests
+	$(BIN)/pytest -q -m "not slow or contract" tests
 
 test-slow: install
 	$(BIN)/nbdev_test --n_workers 1 --flags slow --do_print
-	$(BIN)/pytest -q -m slow tests
+	$(BIN)/pytest -q -m "slow and not contract" tests
 
 bench: install
 	$(PY) bench/bench_providers.py

@@ -44,8 +44,9 @@ class Settings:
     embed_endpoint: str|None = None          # base URL of an OpenAI-compatible embeddings endpoint
     embed_model: str|None = None             # embedding model name at that endpoint
     vector_index: str = "flat"               # `flat` (exact) or `hnsw` (approximate, for large corpora)
-    max_output_tokens: int = 700             # generation limit per reply
+    max_output_tokens: int = 160             # generation limit per reply: good answers of the default model need under 40 tokens
     temperature: float = 0.1                 # sampling temperature for answers (the judge always uses 0)
+    repeat_penalty: float = 1.1              # the in-process model's penalty on repeated tokens (1.0: none)
     judge_endpoint: str|None = None          # an optional second judge (OpenAI-compatible); never under the air-gap
     judge_model: str|None = None             # model name for the second judge
     max_document_bytes: int = 50_000_000     # larger files are refused at ingest
@@ -128,6 +129,7 @@ def validate(s:Settings) -> Settings:
     if s.min_answerability is not None and not 0 <= s.min_answerability <= 1: bad("min_answerability", "must be between 0 and 1 or empty")
     if not 0 < s.target_false_answer < 1: bad("target_false_answer", "must be between 0 and 1 (exclusive)")
     if not 0 <= s.temperature <= 2: bad("temperature", "must be between 0 and 2")
+    if not 1 <= s.repeat_penalty <= 2: bad("repeat_penalty", "must be between 1 (no penalty) and 2")
     if s.llm_timeout <= 0: bad("llm_timeout", "must be positive")
     if s.max_document_seconds <= 0: bad("max_document_seconds", "must be positive")
     if s.llm_prompt_style not in (None, "chat", "completion"): bad("llm_prompt_style", "must be chat, completion or empty")

@@ -175,6 +175,7 @@ MIGRATIONS: list[str] = [  # additive statements, applied in order after SCHEMA;
     # 1: the first approvals table was never written to; agent mode needs run, step, expiry and decision columns
     """DROP TABLE IF EXISTS approvals;""" + SCHEMA[SCHEMA.index("CREATE TABLE IF NOT EXISTS approvals"):SCHEMA.index("CREATE TABLE IF NOT EXISTS agent_runs")]
     + "CREATE INDEX IF NOT EXISTS approvals_status ON approvals(status, created_at);",
+    "ALTER TABLE inference_log ADD COLUMN produced_by TEXT NOT NULL DEFAULT ''",   # 2: how an answer was produced
 ]
 
 # %% ../nbs/02_db.ipynb #2f66a009

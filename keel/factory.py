@@ -28,7 +28,8 @@ def make_llm(s:Settings):
                          prompt_style=s.llm_prompt_style or "chat")
     from keel.providers.llama import LlamaCppLLM
     from keel.models import resolve_llm_path
-    return LlamaCppLLM(resolve_llm_path(s), n_ctx=s.llm_context, n_threads=s.llm_threads or default_threads())
+    return LlamaCppLLM(resolve_llm_path(s), n_ctx=s.llm_context, n_threads=s.llm_threads or default_threads(),
+                       repeat_penalty=s.repeat_penalty)
 
 def make_embeddings(s:Settings):
     "The embedding model a profile uses (not loaded until first called)."
@@ -128,7 +129,7 @@ def answer_engine(self:AppContext):
     "The answer engine; it gates on answerability unless the retriever was replaced by one that cannot be assessed."
     from keel.answer.engine import AnswerEngine
     gate = lambda: self.answerability if hasattr(self.retriever, "bm25_index") else self.retriever
-    return self._part("_answer_engine", lambda: AnswerEngine(gate(), self.llm, self.ledger, self.log, self.settings))
+    return self._part("_answer_engine", lambda: AnswerEngine(gate(), lambda: self.llm, self.ledger, self.log, self.settings))
 
 @patch
 def remote_job(self:AppContext, name:str # a job of `keel.scaleout`: `eval_items` or `retrieval_systems`

@@ -43,12 +43,12 @@ class InferenceLog:
         with transaction(self.con):
             self.con.execute(
                 """INSERT INTO inference_log(request_id, ts, user, tags, mode, question, retrieved, tool_calls, answer,
-                   refused, citations, latency_ms, prompt_tokens, output_tokens, model, error)
-                   VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
+                   refused, citations, latency_ms, prompt_tokens, output_tokens, model, error, produced_by)
+                   VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
                 (answer.request_id, ts or utc_now(), user.name, json.dumps(user.effective_tags), mode or answer.mode,
                  s(question), json.dumps(retrieved), json.dumps(calls), s(answer.text),
                  int(answer.refused), json.dumps(cites), float(answer.latency_ms), int(answer.prompt_tokens),
-                 int(answer.output_tokens), answer.model, answer.error and s(answer.error)))
+                 int(answer.output_tokens), answer.model, answer.error and s(answer.error), answer.produced_by))
         return answer.request_id
 
 # %% ../nbs/23_observe.ipynb #84b68223

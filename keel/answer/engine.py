@@ -5,41 +5,21 @@
 # %% ../../nbs/31_answer_engine.ipynb #198d930e
 from __future__ import annotations
 import hashlib, json, math, re, time, uuid
+import numpy as np
 from collections import Counter
 from dataclasses import replace as dc_replace
 from fastcore.basics import patch
 from ..errors import KeelError, InputError, ModelError
-from ..providers.base import ChunkHit, ChatResult, ChatMessage, allowed
+from ..providers.base import ChunkHit, ChatResult, ChatMessage, allowed, first_repeat
 from .types import User, Citation, Answer
+from .attribution import terms, sentences, attribute, rebuild
 from .prompts import (REFUSAL, Prompt, build_prompt, is_refusal, is_bare_citation, strip_scaffolding,
                                  citation_numbers, CITE_RE, clean_source)
 from .jsonschema import validate
 
 # %% auto #0
-__all__ = ['terms', 'sentences', 'best_sentence', 'citation_for', 'resolve_citations', 'infer_citations', 'extract',
-           'AnswerEngine', 'model_location', 'parse_json_reply', 'digest', 'format_answer']
-
-# %% ../../nbs/31_answer_engine.ipynb #90d7074e
-_STOP = set("a an and are as at be by can do does for from has have how i if in is it its may must of on or shall should "
-            "that the their there these this to was what when where which who why will with you your".split())
-
-def terms(text:str) -> list[str]:
-    "Lower-case content words of `text`, crudely stemmed, for overlap scoring."
-    out = []
-    for w in re.findall(r"[a-z0-9$][a-z0-9$,.%/-]*[a-z0-9%]|[a-z0-9]", text.lower()):
-        w = w.replace(",", "") if re.fullmatch(r"[$0-9,.]+", w) else w
-        if w in _STOP: continue
-        for suf in ("ing", "ed", "es", "s"):
-            if len(w) > len(suf) + 3 and w.endswith(suf) and not w[0].isdigit(): w = w[:-len(suf)]; break
-        out.append(w)
-    return out
-
-def sentences(text:str) -> list[str]:
-    "The sentences (and lines) of a passage, as one-line strings."
-    out = []
-    for line in text.splitlines():
-        out += [s.strip() for s in re.split(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[$])", line) if len(s.strip()) > 1]
-    return out
+__all__ = ['best_sentence', 'citation_for', 'resolve_citations', 'infer_citations', 'extract', 'AnswerEngine', 'model_location',
+           'parse_json_reply', 'digest', 'format_answer']
 
 # %% ../../nbs/31_answer_engine.ipynb #d7dbe3fc
 def best_sentence(text:str, # the passage
@@ -69,14 +49,12 @@ def resolve_citations(text:str, # the model's answer
     clean = re.sub(r"[ \t]+([.,;:!?])", r"\1", re.sub(r"[ \t]{2,}", " ", clean)).strip()
     return clean, [citation_for(n, hits[n - 1], clean) for n in citation_numbers(clean)]
 
-# %% ../../nbs/31_answer_engine.ipynb #a7c75c7e
+# %% ../../nbs/31_answer_engine.ipynb #4d301a52
 def infer_citations(text:str, hits:list[ChunkHit], most:int=2) -> list[Citation]:
-    "Citations for an answer that cited nothing: the best-overlapping sources, marked inferred."
+    "Citations for a text that cited nothing: the passages that support its sentences, marked inferred."
     if not hits: return []
-    want = set(terms(text))
-    scored = sorted(((len(want & set(terms(h.text))), -i, i) for i, h in enumerate(hits)), reverse=True)
-    pick = [i for s, _, i in scored if s > 0][:most] or [0]
-    return [citation_for(i + 1, hits[i], text, inferred=True) for i in sorted(pick)]
+    ns = sorted({n for a in attribute(text, [h.text for h in hits], most=most) for n in a.cites})
+    return [citation_for(n, hits[n - 1], text, inferred=True) for n in ns]
 
 # %% ../../nbs/31_answer_engine.ipynb #713b5faa
 def extract(question:str, # the user's question
@@ -84,7 +62,11 @@ def extract(question:str, # the user's question
             most:int=2, # sentences kept at most
             k1:float=1.2, b:float=.75) -> tuple[str, list[int]]:
     "The best-supported sentences for `question`, cited `[n]`, and the source numbers used; ('', []) when none match."
-    sents = [(n, i, s, terms(s)) for n, h in enumerate(hits, 1) for i, s in enumerate(sentences(h.text))]
+    sents, seen = [], set()
+    for n, h in enumerate(hits, 1):
+        for i, s in enumerate(sentences(h.text)):
+            key = " ".join(s.lower().split())
+            if key not in seen: seen.add(key); sents.append((n, i, s, terms(s)))
     q = set(terms(question))
     if not sents or not q: return "", []
     df = Counter(t for *_, ts in sents for t in set(ts))
@@ -102,12 +84,18 @@ def extract(question:str, # the user's question
 class AnswerEngine:
     "Cited answers or an honest refusal, with a ledger and inference-log row for every request."
     def __init__(self, retriever, # has `retrieve(query, tags, k) -> list[ChunkHit]`
-                 llm, # an `LLM`
+                 llm, # an `LLM`, or a function that builds one on first use (extractive mode never calls it)
                  ledger, # has `append(kind, request_id, payload)`
                  log, # an `InferenceLog`
                  settings # `Settings`
                 ):
-        self.retriever, self.llm, self.ledger, self.log, self.settings = retriever, llm, ledger, log, settings
+        self.retriever, self._llm, self.ledger, self.log, self.settings = retriever, llm, ledger, log, settings
+
+    @property
+    def llm(self):
+        "The language model, built now if the engine was given a function that builds it."
+        if callable(self._llm) and not hasattr(self._llm, "complete"): self._llm = self._llm()
+        return self._llm
 
 # %% ../../nbs/31_answer_engine.ipynb #84b5bb4e
 def model_location(llm) -> str:
@@ -141,18 +129,46 @@ def _generate(self:AnswerEngine, prompt:Prompt, schema=None, temperature:float|N
 
 # %% ../../nbs/31_answer_engine.ipynb #699d4588
 @patch
-def _read_reply(self:AnswerEngine, raw:str, question:str, hits:list[ChunkHit]) -> tuple[str, list[Citation], bool]:
-    "Text, citations and refused flag for a model reply over `hits`."
+def vectors(self:AnswerEngine, hits:list[ChunkHit]) -> tuple:
+    "The embedding function and the hits' stored vectors, for attribution; (None, None) without embeddings."
+    r = getattr(self.retriever, "retriever", self.retriever)      # the answerability gate wraps the retriever
+    emb, con = getattr(r, "embeddings", None), getattr(r, "con", None)
+    if emb is None or con is None or not hits: return None, None
+    ids = [h.chunk_id for h in hits]
+    rows = dict(con.execute(f"SELECT id, embedding FROM chunks WHERE id IN ({','.join('?' * len(ids))})", ids))
+    vecs = [np.frombuffer(rows[i], np.float32) if rows.get(i) is not None else None for i in ids]
+    ok = all(v is not None and len(v) == getattr(emb, "dim", len(v)) for v in vecs)
+    return emb.embed, np.stack(vecs) if ok else None
+
+@patch
+def _ground(self:AnswerEngine, text:str, question:str, hits:list[ChunkHit], looped:bool) -> tuple[str, list[Citation], bool, str]:
+    "Keep the supported sentences of `text` with their supporting citations, or fall back to the extractive answer."
+    text, _ = resolve_citations(text, hits)
+    atts = attribute(text, [h.text for h in hits], *self.vectors(hits))
+    new, how = rebuild(atts)
+    if not new:
+        new, _ = extract(question, hits)
+        if not new: return REFUSAL, [], True, "extractive_fallback"
+        how = "extractive_fallback"
+    written = {n for a in atts for n in a.written}
+    new, cites = resolve_citations(new, hits)
+    cites = [dc_replace(c, inferred=how == "extractive_fallback" or c.n not in written) for c in cites]
+    return new, cites, False, "repaired" if how == "generated" and looped else how
+
+@patch
+def _read_reply(self:AnswerEngine, raw:str, question:str, hits:list[ChunkHit]) -> tuple[str, list[Citation], bool, str]:
+    "Text, citations, refused flag and `produced_by` for a model reply over `hits`."
     text = strip_scaffolding(raw)
-    if is_refusal(text): return REFUSAL, [], True
+    cut = first_repeat(text)
+    if cut is not None: text = text[:cut].strip()
+    if is_refusal(text): return REFUSAL, [], True, "refusal"
     if is_bare_citation(text):
         ns = [n for n in citation_numbers(text) if 1 <= n <= len(hits)] or [1]
         ex, _ = extract(question, [hits[n - 1] for n in ns], most=1)
         text = ex if ex else f"{best_sentence(hits[ns[0] - 1].text, question)} [1]"
-        text = CITE_RE.sub(lambda m: f"[{ns[int(m.group(1)) - 1]}]", text)
-    text, cites = resolve_citations(text, hits)
-    if not text: return REFUSAL, [], True
-    return text, cites or infer_citations(text, hits), False
+        text, cites = resolve_citations(CITE_RE.sub(lambda m: f"[{ns[int(m.group(1)) - 1]}]", text), hits)
+        return text, [dc_replace(c, inferred=True) for c in cites], False, "extractive_fallback"
+    return self._ground(text, question, hits, cut is not None)
 
 # %% ../../nbs/31_answer_engine.ipynb #334aec3b
 def parse_json_reply(text:str, # the model's reply
@@ -184,7 +200,7 @@ def _finish(self:AnswerEngine, a:Answer, user:User, question:str, t0:float, extr
     self.ledger.append("answer", a.request_id, dict(
         refused=a.refused, citations=[c.chunk_id for c in a.citations], inferred=any(c.inferred for c in a.citations),
         answer_sha256=self._stored_digest(a.text), prompt_tokens=a.prompt_tokens, output_tokens=a.output_tokens,
-        latency_ms=a.latency_ms, model=a.model, mode=a.mode, error=a.error, **extra))
+        latency_ms=a.latency_ms, model=a.model, mode=a.mode, produced_by=a.produced_by, error=a.error, **extra))
     self.log.record(a, user, question, mode=a.mode)
     return a
 
@@ -239,7 +255,7 @@ def _answer(self:AnswerEngine, question:str, user:User, schema, a:Answer, t0:flo
     a.timings["retrieval_ms"] = round(rms, 3)
     a.retrieved, a.answerability = hits, round(score, 4)
     if not passed:
-        a.text, a.refused = REFUSAL, True
+        a.text, a.refused, a.produced_by = REFUSAL, True, "refusal"
         return self._finish(a, user, question, t0, dict(reason="no hits" if not hits else "below the answerability threshold"))
     if a.mode == "extractive": return self._extractive(question, user, hits, a, t0)
     if schema is not None: return self._json(question, user, hits, schema, a, t0)
@@ -260,14 +276,16 @@ def _generative(self:AnswerEngine, question, user, hits, a:Answer, t0) -> Answer
     if retried:
         res, tm = self._generate(build_prompt(question, hits, style, firm=True))
         _add_usage(a, res, tm)
-    a.text, a.citations, a.refused = self._read_reply(res.content, question, hits)
-    return self._finish(a, user, question, t0, dict(reason="model refused" if a.refused else None, retried=retried))
+    a.text, a.citations, a.refused, a.produced_by = self._read_reply(res.content, question, hits)
+    reason = "model refused" if a.produced_by == "refusal" else "nothing supported, nothing to extract" if a.refused else None
+    return self._finish(a, user, question, t0, dict(reason=reason, retried=retried,
+                                                    model_cited=any(not c.inferred for c in a.citations)))
 
 @patch
 def _extractive(self:AnswerEngine, question, user, hits, a:Answer, t0) -> Answer:
     text, _ = extract(question, hits)
-    if not text: a.text, a.refused = REFUSAL, True
-    else: a.text, a.citations = resolve_citations(text, hits)
+    if not text: a.text, a.refused, a.produced_by = REFUSAL, True, "refusal"
+    else: (a.text, a.citations), a.produced_by = resolve_citations(text, hits), "extractive"
     return self._finish(a, user, question, t0, dict(reason="no supporting sentence" if a.refused else None))
 
 @patch
@@ -291,9 +309,10 @@ def format_answer(a:Answer) -> str:
     if a.refused: return a.text
     out = [a.text] if a.text else []
     if a.error: out.append(f"error: {a.error}")
+    if a.produced_by == "extractive_fallback": out.append("(quoted from the documents: the model's own answer was not supported by them)")
     if a.citations:
         out.append("")
         for c in a.citations:
             where = ", ".join(p for p in (c.title, c.heading, f"p. {c.page}" if c.page is not None else "") if p)
-            out.append(f"[{c.n}] {where}" + (" (attached: the answer cited no source)" if c.inferred else ""))
+            out.append(f"[{c.n}] {where}" + (" (attached by Keel: the model did not cite it)" if c.inferred else ""))
     return "\n".join(out)

@@ -33,7 +33,7 @@ class Citation:
     page: int|None
     snippet: str
     source: str = ""
-    inferred: bool = False          # True when the model cited nothing and the top sources were attached
+    inferred: bool = False          # True when Keel attached it (attribution or fallback), not the model
 
 @dataclass
 class Answer:
@@ -52,5 +52,6 @@ class Answer:
     model: str = ""
     timings: dict = field(default_factory=dict)   # ms per stage: retrieval, prompt, generation
     answerability: float|None = None  # the gate's score: the probability that the retrieved passages answer the question
+    produced_by: str = ""           # generated, repaired, extractive_fallback, extractive, refusal (JSON mode: empty)
 
     def to_dict(self) -> dict: return asdict(self)

@@ -162,7 +162,8 @@ def read_dataset(path:Path|str, # a dataset YAML file
 
 # %% ../../nbs/49_evals_core.ipynb #58bc844f
 RATES = ("hit_at_1", "hit_at_3", "hit_at_5", "mrr", "context_precision", "context_recall", "refusal_correct",
-         "must_include", "must_not_include", "citation_valid", "groundedness", "relevance", "correctness")
+         "must_include", "must_not_include", "citation_valid", "groundedness", "relevance", "correctness",
+         "token_f1", "answer_recall", "supported_sentences", "unsupported_figures", "model_cited")   # the last five: keel.evals.grounding
 COUNTS = ("false_refusals", "false_answers", "leaks", "judge_unscored", "errors")
 COSTS = ("latency_p50_ms", "latency_p95_ms", "prompt_tokens", "output_tokens")
 DEFAULT_THRESHOLDS = {"hit_at_3": 0.05, "groundedness": 0.05, "refusal_correct": 0.05,

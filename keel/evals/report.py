@@ -25,6 +25,9 @@ METHODOLOGY = [
     "Leaks are a hard count: a retrieved or cited chunk the user may not see, or a must_not_include string in an answer to a restricted item. Any leak fails the gate.",
     "The judge (temperature 0, JSON-schema constrained, one retry) grades groundedness, relevance and correctness from 0 to 1 with one-line reasons. Refusals are not judged (groundedness of a refusal is not applicable). Replies that cannot be parsed after the retry leave the item unscored: counted, shown, excluded from the means.",
     "A judge metric is gated only when the judge's agreement with human labels (Cohen's kappa, binarised at 0.5) reaches the bar.",
+    "Model-free metrics beside must_include: token F1 and answer recall against expected_answer (SQuAD normalisation; recall over the reference's content words); supported_sentences, the share of answer sentences whose cited passage supports them (lexical coverage and embedding similarity over thresholds fitted on labelled data) with every figure and name found in a cited passage; unsupported_figures, figures and names per answer found in no cited passage; model_cited, the share of answers in which the model wrote a surviving citation itself. A citation is valid only when attribution shows it supports a sentence of the answer.",
+    "A metric whose agreement with the human labels (Cohen's kappa) is under the bar is shown greyed as unreliable, with its kappa; the model-free supported_sentences is measured against the same labels as the judge.",
+    "Each answer records how it was produced: generated, repaired (sentences dropped, citations corrected or a loop cut), extractive_fallback (nothing generated was supported), extractive, or refusal.",
     "A rate over no applicable item is missing (—), never perfect, and is skipped by the gate.",
     "The gate fails a metric when current − baseline < −tolerance. The 95% interval is a paired bootstrap (2,000 resamples, seeded) over items matched by id.",
 ]
@@ -57,6 +60,7 @@ def write_report(payload:dict, report_dir:Path|str) -> tuple[Path, Path]:
 # %% ../../nbs/56_evals_report.ipynb #38f2ffff
 GROUPS = {"Retrieval": ("hit_at_1", "hit_at_3", "hit_at_5", "mrr", "context_precision", "context_recall"),
           "Behaviour": ("refusal_correct", "false_refusal_rate", "false_answer_rate", "false_refusals", "false_answers", "must_include", "must_not_include", "citation_valid", "leaks", "errors"),
+          "Generation (model-free)": ("token_f1", "answer_recall", "supported_sentences", "unsupported_figures", "model_cited"),
           "Generation (judge)": ("groundedness", "relevance", "correctness", "judge_unscored"),
           "Cost": COSTS}
 
@@ -64,7 +68,9 @@ CSS = """body{font:14px/1.45 system-ui,sans-serif;margin:1.5rem;color:#1d2330}h1
 .tiles{display:flex;flex-wrap:wrap;gap:.5rem}.tile{border:1px solid #dde;border-radius:6px;padding:.4rem .7rem;min-width:8.5rem}
 .tile b{display:block;font-size:1.3rem}.tile small{color:#667}.pass{color:#0a7d32}.fail{color:#b3261e}.missing{color:#999}
 .gate{padding:.6rem 1rem;border-radius:6px;font-weight:600}.gate.pass{background:#e7f6ec}.gate.fail{background:#fbe9e7}
-table{border-collapse:collapse;width:100%;margin:.5rem 0}td,th{border:1px solid #e3e3ea;padding:.25rem .4rem;vertical-align:top;text-align:left}
+table{border-collapse:collapse;width:100%;margin:.5rem 0;table-layout:fixed}
+td,th{border:1px solid #e3e3ea;padding:.25rem .4rem;vertical-align:top;text-align:left;overflow-wrap:anywhere;word-break:break-word}
+.unreliable b,.unreliable{color:#9a9aa5}.unreliable b{text-decoration:line-through}
 th{background:#f4f5f9}td.q{max-width:22rem}.warn{background:#fff4d6;padding:.5rem;border-radius:6px}code{font-size:12px}"""
 
 def esc(x) -> str: return html.escape("" if x is None else str(x), quote=True)
@@ -76,12 +82,20 @@ def fmt(v) -> str:
     return str(int(v)) if isinstance(v, (int, float)) else str(v)
 
 # %% ../../nbs/56_evals_report.ipynb #960ff1bc
-def _tiles(m:dict, gated:dict, ungated:dict) -> str:
+def _tile(k:str, v, gated:dict, ungated:dict, unreliable:dict) -> str:
+    "One metric tile; an unreliable metric is greyed, struck through and labelled with its kappa."
+    if k in unreliable and v is not None:
+        kap = "unmeasured" if unreliable[k] is None else f"{unreliable[k]:.2f}"
+        return (f'<div class="tile unreliable" title="agreement with human labels: kappa {esc(kap)}"><small>{esc(k)}</small><b>{esc(fmt(v))}</b>'
+                f'<small>UNRELIABLE: kappa {esc(kap)}</small></div>')
+    return (f'<div class="tile"><small>{esc(k)}</small><b class="{"missing" if v is None else ""}">{esc(fmt(v))}</b>'
+            + (f'<small>gated: −{esc(gated[k])}</small>' if k in gated and k not in ungated else "")
+            + (f'<small title="{esc(ungated[k])}">not gated</small>' if k in ungated and k in gated else "") + "</div>")
+
+def _tiles(m:dict, gated:dict, ungated:dict, unreliable:dict|None=None) -> str:
     out = []
     for g, keys in GROUPS.items():
-        tiles = "".join(f'<div class="tile"><small>{esc(k)}</small><b class="{"missing" if m.get(k) is None else ""}">{esc(fmt(m.get(k)))}</b>'
-                        + (f'<small>gated: −{esc(gated[k])}</small>' if k in gated and k not in ungated else "")
-                        + (f'<small title="{esc(ungated[k])}">not gated</small>' if k in ungated and k in gated else "") + "</div>" for k in keys)
+        tiles = "".join(_tile(k, m.get(k), gated, ungated, unreliable or {}) for k in keys)
         out.append(f"<h3>{esc(g)}</h3><div class=\"tiles\">{tiles}</div>")
     return "".join(out)
 
@@ -144,11 +158,19 @@ def _item(r:dict) -> str:
     judge = f'<span class="fail">unscored: {esc(r["judge_error"])}</span>' if r.get("judge_error") else "<br>".join(
         f"{esc(m)} {esc(fmt(r.get(m)))}{': ' + esc(jr.get(m)) if jr.get(m) else ''}" for m in ("groundedness", "relevance", "correctness"))
     got = ('<span class="' + ("pass" if r["refusal_correct"] else "fail") + '">refused</span> ' if r["refused"] else "") + esc(r["answer"])
+    if r.get("produced_by"): got += f"<br><small>{esc(r['produced_by'])}" + (" · model cited" if r.get("model_cited") else "") + "</small>"
+    if r.get("token_f1") is not None: got += f"<br><small>F1 {esc(fmt(r['token_f1']))} · recall {esc(fmt(r.get('answer_recall')))}</small>"
+    if r.get("supported_sentences") is not None:
+        got += f"<br><small>supported sentences {esc(fmt(r['supported_sentences']))} · unsupported figures {esc(fmt(r.get('unsupported_figures')))}</small>"
     score = "" if r.get("answerability") is None else f"<br><small>answerability {esc(fmt(r['answerability']))}</small>"
     return (f"<tr><td>{esc(r['id'])}<br><small>{esc(r.get('refusal_category', ''))} · {esc(r['category'])} · {esc(r['split'])} · {esc(','.join(r['user_tags']))}</small>{score}</td>"
             f"<td class=q>{esc(r['question'])}</td><td class=q>{'<i>must refuse</i>: ' if r['expect_refusal'] else ''}{esc(r['expected_answer'])}"
             f"<br><small>{esc('; '.join(r['expected_sources']))}</small></td><td class=q>{got}</td><td>{ret}</td>"
             f"<td>{esc(fmt(r.get('hit_at_3')))}</td><td>{judge}</td><td>{'<br>'.join(checks)}</td><td>{esc(fmt(r['latency_ms']))}</td></tr>")
+
+def _produced(s:dict) -> str:
+    pb = s.get("produced_by") or {}
+    return "<p>How answers were produced: " + esc(", ".join(f"{k} {v}" for k, v in pb.items())) + "</p>" if pb else ""
 
 def render_report(payload:dict) -> str:
     "The self-contained HTML page of a run, rebuilt from its JSON payload; everything escaped."
@@ -162,7 +184,7 @@ def render_report(payload:dict) -> str:
             f"<h1>Keel evaluation</h1><p>{esc(p['created_at'])} · profile {esc(p['profile'])} · mode {esc(p['answer_mode'])} · model {esc(p['model'] or '—')} · "
             f"{s['n']} items ({s['n_by_split'].get('tune', 0)} tune, {s['n_by_split'].get('heldout', 0)} held-out) · golden <code>{esc(p['golden_path'])}</code> "
             f"<small>digest {esc(p['golden_digest'][:12])} · settings {esc(p['settings_digest'][:12])}</small></p>{warn}"
-            f"<h2>Gate</h2>{_gate(p)}<h2>Summary</h2>{_tiles(s['metrics'], gated, ung)}{_splits(s)}{_categories(s)}{_tags(s)}{_judge(p)}"
+            f"<h2>Gate</h2>{_gate(p)}<h2>Summary</h2>{_tiles(s['metrics'], gated, ung, (p.get('judge') or {}).get('unreliable'))}{_produced(s)}{_splits(s)}{_categories(s)}{_tags(s)}{_judge(p)}"
             f"<h2>Items</h2><table><tr><th>id</th><th>question</th><th>expected</th><th>got</th><th>retrieved (✓ expected source)</th><th>hit@3</th>"
             f"<th>judge</th><th>checks</th><th>ms</th></tr>{items}</table><h2>Methodology</h2><ul>{meth}</ul></body></html>")
 
@@ -181,12 +203,12 @@ def scorecard(result_or_payload):
     p = getattr(result_or_payload, "payload", None) or result_or_payload
     m, rows, th = p["summary"]["metrics"], p["items"], p["gate"]["thresholds"]
     regs = {r["metric"] for r in p["gate"]["regressions"]}
-    ung = (p.get("judge") or {}).get("ungated") or {}
+    ung, unrel = (p.get("judge") or {}).get("ungated") or {}, (p.get("judge") or {}).get("unreliable") or {}
     out = []
     for g, keys in GROUPS.items():
         for k in keys:
             lo, hi = mean_interval(rows, k) if k in RATES else (None, None)
-            verdict = ("missing" if m.get(k) is None and k in th else "REGRESSED" if k in regs else
+            verdict = ("missing" if m.get(k) is None and k in th else f"UNRELIABLE: kappa {unrel[k]}" if k in unrel and m.get(k) is not None else "REGRESSED" if k in regs else
                        f"not gated: {ung[k]}" if k in th and k in ung else "pass" if k in th else "")
             out.append(dict(metric=k, group=g, mean=m.get(k), interval=f"{lo:.2f}–{hi:.2f}" if lo is not None else "",
                             threshold=th.get(k), verdict=verdict))

@@ -16,13 +16,14 @@ from .golden import GoldenItem, load_golden, golden_digest, golden_floors, REFUS
 from .judge import (Judge, JudgeVerdict, combine_verdicts, second_judge, load_judge_labels, judge_agreement, METRICS,
                               JUDGE_INSTRUCTIONS)
 from .report import build_payload, write_report
+from .grounding import answer_metrics, grounding_agreement
 
 # %% auto #0
 __all__ = ['REFUSAL_RATES', 'LOWER_IS_BETTER', 'HEADLINE', 'score_retrieval', 'find_strings', 'check_item', 'judge_item',
            'metrics_of', 'by_category', 'summarise', 'Regression', 'bootstrap_delta', 'compare', 'metric_value',
-           'check_floors', 'apply_floors', 'judge_trust', 'EvalResult', 'ask_item', 'default_baseline_path',
-           'overfit_warning', 'category_warnings', 'run_eval', 'promote_baseline', 'category_lines', 'print_result',
-           'cli']
+           'check_floors', 'apply_floors', 'judge_trust', 'unreliable_metrics', 'EvalResult', 'ground_item', 'ask_item',
+           'default_baseline_path', 'overfit_warning', 'category_warnings', 'run_eval', 'promote_baseline', 'headline',
+           'category_lines', 'print_result', 'cli']
 
 # %% ../../nbs/55_evals_run.ipynb #38dee817
 def score_retrieval(item:GoldenItem, hits:list) -> dict:
@@ -120,8 +121,11 @@ def summarise(rows:list[dict]) -> dict:
                         false_answers=sum(r["outcome"] == "false_answer" for r in rs), leaks=sum(r["leaks"] for r in rs))
                 for t, rs in sorted(by_tags.items())}
     splits = {s: metrics_of([r for r in rows if r["split"] == s]) for s in ("tune", "heldout") if any(r["split"] == s for r in rows)}
+    produced = {}
+    for r in rows: produced[r.get("produced_by") or "none"] = produced.get(r.get("produced_by") or "none", 0) + 1
     return dict(n=len(rows), n_by_split={s: sum(r["split"] == s for r in rows) for s in ("tune", "heldout")},
-                metrics=metrics_of(rows), by_split=splits, by_category=by_category(rows), by_tags=tag_view)
+                metrics=metrics_of(rows), by_split=splits, by_category=by_category(rows), by_tags=tag_view,
+                produced_by=dict(sorted(produced.items())))
 
 # %% ../../nbs/55_evals_run.ipynb #fc78627d
 @dataclass
@@ -217,6 +221,18 @@ def judge_trust(judge:Judge, labels_path:Path|None, cache_dir:Path, kappa_bar:fl
         elif k < kappa_bar: ungated[m] = f"judge agreement with human labels is too low to gate on (kappa {k:.2f} < {kappa_bar})"
     return ag, ungated
 
+# %% ../../nbs/55_evals_run.ipynb #a3c5c58a
+def unreliable_metrics(agreement:dict|None, # the judge's agreement (`judge_agreement`), None when the judge was off
+                       grounding:dict|None, # `grounding_agreement` of the model-free groundedness, None without labels
+                       kappa_bar:float=0.4) -> dict:
+    "Metric -> its kappa (None: unmeasurable) for every metric whose agreement with people is under `kappa_bar`."
+    out = {}
+    for m in (METRICS if agreement else ()):
+        k = agreement["metrics"].get(m, {}).get("kappa")
+        if k is None or k < kappa_bar: out[m] = k
+    if grounding is not None and (grounding.get("kappa") is None or grounding["kappa"] < kappa_bar): out["supported_sentences"] = grounding.get("kappa")
+    return out
+
 # %% ../../nbs/55_evals_run.ipynb #0718293a
 @dataclass
 class EvalResult:
@@ -239,6 +255,18 @@ def _chunk_tags(con):
     return f
 
 
+# %% ../../nbs/55_evals_run.ipynb #e2fb0daf
+def ground_item(ctx, item:GoldenItem, ans:Answer, row:dict) -> dict:
+    "The model-free metrics of one answer; a citation attribution does not support makes `citation_valid` 0."
+    eng = getattr(ctx, "answer_engine", None)
+    vec = eng.vectors(ans.retrieved) if hasattr(eng, "vectors") else (None, None)
+    m = answer_metrics(ans.text, ans.refused, [(c.n, c.inferred) for c in ans.citations], [h.text for h in ans.retrieved],
+                       item.expected_answer, item.expect_refusal, *vec)
+    if m["unsupported_citations"] and row.get("citation_valid"):
+        ids = {c.n: c.chunk_id for c in ans.citations}
+        m.update(citation_valid=0.0, invalid_citations=row["invalid_citations"] + [ids[n] for n in m["unsupported_citations"] if n in ids])
+    return m
+
 # %% ../../nbs/55_evals_run.ipynb #5d84173d
 def ask_item(ctx, item:GoldenItem, judges:list[Judge], tags_of) -> dict:
     "Ask one golden item through the answer engine and score it; an item error is recorded, a model or air-gap error raised."
@@ -256,8 +284,9 @@ def ask_item(ctx, item:GoldenItem, judges:list[Judge], tags_of) -> dict:
                           for h in ans.retrieved],
                citations=[dict(n=c.n, chunk_id=c.chunk_id, title=c.title, heading=c.heading, inferred=c.inferred) for c in ans.citations],
                latency_ms=float(ans.latency_ms), prompt_tokens=int(ans.prompt_tokens), output_tokens=int(ans.output_tokens),
-               request_id=ans.request_id, model=ans.model, mode=ans.mode)
+               request_id=ans.request_id, model=ans.model, mode=ans.mode, produced_by=ans.produced_by)
     row.update(score_retrieval(item, ans.retrieved), **check_item(item, ans, tags_of), **judge_item(judges, item, ans))
+    row.update(ground_item(ctx, item, ans, row))
     if judges and ans.request_id and getattr(ctx, "log", None) is not None:
         try: ctx.log.attach_scores(ans.request_id, {**{m: row[m] for m in METRICS}, "judge_error": row["judge_error"], "source": "eval"})
         except KeelError: pass   # the engine did not log this request (e.g. it failed before logging)
@@ -326,6 +355,9 @@ def run_eval(ctx, # an AppContext (answer_engine, llm, settings, log, con)
         if j2: judges.append(j2)
         agreement, ungated = judge_trust(judges[0], Path(labels_path) if labels_path else golden_path.parent/"judge_labels.yaml", report_dir, kappa_bar, progress)
     else: ungated = {m: "judge off for this run" for m in METRICS}
+    lp = Path(labels_path) if labels_path else golden_path.parent/"judge_labels.yaml"
+    emb = getattr(ctx, "embeddings", None)
+    grounding = grounding_agreement(load_judge_labels(lp), getattr(emb, "embed", None)) if lp.exists() else None
     tags_of = _chunk_tags(getattr(ctx, "con", None))
     t0 = time.perf_counter()
     job = ctx.remote_job("eval_items") if hasattr(ctx, "remote_job") else None   # KEEL_EXECUTOR=ray: items on workers
@@ -338,7 +370,8 @@ def run_eval(ctx, # an AppContext (answer_engine, llm, settings, log, con)
     warnings = [w for w in [overfit_warning(summary, digest, baseline)] if w] + category_warnings(getattr(ctx, "con", None), items)
     for w in warnings: print(f"warning: {w}", file=sys.stderr)
     payload = build_payload(ctx, golden_path, digest, rows, summary, regs, baseline, bpath, {**DEFAULT_THRESHOLDS, **(thresholds or {})},
-                            judge_info=dict(on=judge, judges=[j.name for j in judges], notes=notes, agreement=agreement, ungated=ungated, kappa_bar=kappa_bar),
+                            judge_info=dict(on=judge, judges=[j.name for j in judges], notes=notes, agreement=agreement, ungated=ungated, kappa_bar=kappa_bar,
+                                            grounding_agreement=grounding, unreliable=unreliable_metrics(agreement, grounding, kappa_bar)),
                             warnings=warnings, floors=floors_applied)
     jpath, hpath = write_report(payload, report_dir)
     return EvalResult(summary, rows, hpath, jpath, not regs, regs, payload, warnings)
@@ -378,10 +411,17 @@ def _thresholds(specs:list[str]) -> dict:
 
 # %% ../../nbs/55_evals_run.ipynb #da026f21
 HEADLINE = ("hit_at_3", "mrr", "context_recall", "refusal_correct", "false_refusal_rate", "false_answer_rate", "must_include",
-            "must_not_include", "citation_valid", "leaks", "groundedness", "relevance", "correctness", "judge_unscored",
-            "latency_p50_ms", "latency_p95_ms")
+            "must_not_include", "citation_valid", "leaks", "token_f1", "answer_recall", "supported_sentences", "unsupported_figures",
+            "model_cited", "groundedness", "relevance", "correctness", "judge_unscored", "latency_p50_ms", "latency_p95_ms")
 
-def _show(v) -> str: return "—" if v is None else str(round(v, 3) if isinstance(v, float) else v)
+def headline(m:dict, unreliable:dict, kappa_bar:float=0.4) -> str:
+    "The one-line summary; a metric that disagrees with people reads `UNRELIABLE`, with its kappa, never as a plain number."
+    def one(k):
+        v = "—" if m.get(k) is None else (round(m[k], 3) if isinstance(m[k], float) else m[k])
+        if k not in unreliable or m.get(k) is None: return f"{k} {v}"
+        kap = "unmeasured" if unreliable[k] is None else f"{unreliable[k]:.2f}"
+        return f"{k} {v} (UNRELIABLE: kappa {kap} < {kappa_bar})"
+    return ", ".join(one(k) for k in HEADLINE if k in m)
 
 def category_lines(summary:dict) -> list[str]:
     "The refusal-by-category lines of the text summary."
@@ -393,9 +433,10 @@ def category_lines(summary:dict) -> list[str]:
     return ["refusal by category:", *out] if out else []
 
 def print_result(res:EvalResult):
-    "The headline metrics, refusal by category, the floors, the gate and its regressions, and the report paths."
-    m, g = res.summary["metrics"], res.payload["gate"]
-    print(f"{res.summary['n']} items: " + ", ".join(f"{k} {_show(m[k])}" for k in HEADLINE))
+    "The headline metrics (unreliable ones marked), how answers were produced, refusal by category, the floors, the gate and its regressions, and the report paths."
+    m, g, j = res.summary["metrics"], res.payload["gate"], res.payload.get("judge") or {}
+    print(f"{res.summary['n']} items: " + headline(m, j.get("unreliable") or {}, j.get("kappa_bar", 0.4)))
+    if res.summary.get("produced_by"): print("produced by: " + ", ".join(f"{k} {v}" for k, v in res.summary["produced_by"].items()))
     print("\n".join(category_lines(res.summary)))
     for f in g.get("floors", []):
         print(f"floor: {f['metric']} {f['direction']} {f['bound']}: " + ("not applicable (no such items)" if f["passed"] is None else

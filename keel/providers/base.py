@@ -4,14 +4,14 @@
 
 # %% ../../nbs/05_providers.ipynb #7fdcdd5f
 from __future__ import annotations
-import json, math
+import json, math, re
 from dataclasses import dataclass, field, asdict
 from typing import Protocol, runtime_checkable, Any, Sequence
 import numpy as np
 
 # %% auto #0
 __all__ = ['ToolCall', 'ChatMessage', 'ToolSpec', 'ChatResult', 'ChunkHit', 'LLM', 'Embeddings', 'VectorIndex', 'Reranker',
-           'effective_tags', 'allowed', 'check_embeddings', 'check_vector_index', 'check_llm']
+           'effective_tags', 'allowed', 'first_repeat', 'check_embeddings', 'check_vector_index', 'check_llm']
 
 # %% ../../nbs/05_providers.ipynb #b0d0f67c
 @dataclass
@@ -118,6 +118,23 @@ def effective_tags(tags:Sequence[str]|None) -> list[str]:
 def allowed(chunk_tags:Sequence[str], user_tags:Sequence[str]|None) -> bool:
     "Whether a chunk with `chunk_tags` may be shown to a caller with `user_tags`."
     return bool(set(chunk_tags) & set(effective_tags(user_tags)))
+
+# %% ../../nbs/05_providers.ipynb #8d9f7d2b
+_SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
+_RUN = re.compile(r"(\S.{0,29}?)(?:\s*\1){7,}", re.S)
+
+def first_repeat(text:str, # a model's reply so far
+                 min_chars:int=12 # shorter sentences ("Yes.") may repeat
+                ) -> int|None:
+    "Where `text` starts repeating itself (the offset to cut at), or None."
+    seen, cut = set(), None
+    for m in _SENTENCE.finditer(text):
+        key = " ".join(re.sub(r"\[[\d,;\s]*\]", " ", m.group()).lower().strip(" .!?").split())
+        if len(key) >= min_chars and key in seen: cut = m.start(); break
+        seen.add(key)
+    r = _RUN.search(text)
+    if r: cut = min(cut if cut is not None else len(text), r.start() + len(r.group(1)))
+    return cut
 
 # %% ../../nbs/05_providers.ipynb #afc9d7fb
 def check_embeddings(emb:Embeddings):

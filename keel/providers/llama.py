@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 from fastcore.basics import patch
 from ..errors import ModelError
-from .base import LLM, ChatMessage, ChatResult, ToolCall, ToolSpec
+from .base import first_repeat, LLM, ChatMessage, ChatResult, ToolCall, ToolSpec
 
 # %% auto #0
 __all__ = ['LlamaCppLLM', 'bound_schema', 'render_transcript', 'tool_schema', 'tool_prompt', 'parse_tool_reply']
@@ -68,8 +68,10 @@ class LlamaCppLLM:
                  n_ctx:int=8192, # context window in tokens
                  n_threads:int|None=None, # CPU threads; None lets llama-cpp-python choose (half the cores)
                  seed:int=0, # sampling seed, so runs repeat
+                 repeat_penalty:float=1.1, # llama.cpp's penalty on recently generated tokens (1.0: none)
                  verbose:bool=False): # let llama.cpp print its log
         self.path, self.n_ctx, self.n_threads, self.seed, self.verbose = Path(path), n_ctx, n_threads, seed, verbose
+        self.repeat_penalty = repeat_penalty
         self.name = self.path.stem
         self._llm, self._lock = None, threading.RLock()
 
@@ -141,6 +143,18 @@ def _result(r:dict, name:str, content:str) -> ChatResult:
     return ChatResult(content=content, prompt_tokens=u.get("prompt_tokens", 0), output_tokens=u.get("completion_tokens", 0),
                       model=name, finish_reason=r["choices"][0].get("finish_reason"))
 
+# %% ../../nbs/06_llm_llama.ipynb #6abfdd40
+def _stop_on_repeat(llm, every:int=4):
+    "A llama.cpp stopping criterion: stop once the generated text starts repeating itself (`first_repeat`)."
+    from llama_cpp import StoppingCriteriaList
+    start = []
+    def stop(input_ids, logits) -> bool:
+        if not start: start.append(len(input_ids))
+        gen = input_ids[start[0]:]
+        if len(gen) < every or len(gen) % every: return False
+        return first_repeat(llm.detokenize(list(gen)).decode("utf-8", "ignore")) is not None
+    return StoppingCriteriaList([stop])
+
 # %% ../../nbs/06_llm_llama.ipynb #e2795ea9
 @patch
 def complete(self:LlamaCppLLM, prompt:str, *, temperature:float=0.1, max_tokens:int=700,
@@ -149,7 +163,8 @@ def complete(self:LlamaCppLLM, prompt:str, *, temperature:float=0.1, max_tokens:
     with self._lock:
         llm = self._load()
         try: r = llm.create_completion(prompt, max_tokens=max_tokens, temperature=temperature, stop=stop or [],
-                                       grammar=_grammar(json_schema and bound_schema(json_schema, max_tokens)), seed=self.seed)
+                                       grammar=_grammar(json_schema and bound_schema(json_schema, max_tokens)), seed=self.seed,
+                                       repeat_penalty=self.repeat_penalty, stopping_criteria=None if json_schema else _stop_on_repeat(llm))
         except ValueError as e: raise ModelError(f"{self.name}: {e}", fix="shorten the prompt or raise KEEL_LLM_CONTEXT") from None
     return _result(r, self.name, r["choices"][0]["text"])
 
