@@ -21,13 +21,17 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 DEFAULT_DATA = REPO.parent/"shared"/"data"/"scifact-train"
 
-def context(data:Path, cache:Path, data_dir:Path):
+def context(data:Path, cache:Path, data_dir:Path, ingest:bool=True):
     "The SciFact corpus's own context, ingested through the production path (nothing new when already there)."
     from keel.config import load_settings
     from keel.factory import build_context
     from keel.evals.retrieval_bench import CachedEmbeddings, corpus_context
     from keel.evals.retrieval_data import beir_documents
     base = build_context(load_settings(dotenv=None, data_dir=cache/"keel"))
+    if not ingest:                          # the directory as it is (e.g. a corpus whose embedding was cut short)
+        ctx = base.derive(data_dir=data_dir).use_embeddings(CachedEmbeddings(base.embeddings, cache/"embeddings"))
+        ctx.ingest_summary = f"{ctx.con.execute('SELECT count(*) FROM chunks').fetchone()[0]} passages in {data_dir}, taken as they are"
+        return ctx
     return corpus_context(base, beir_documents(data), data_dir, CachedEmbeddings(base.embeddings, cache/"embeddings"), progress=True)
 
 def before_systems(ctx):
@@ -54,7 +58,8 @@ def before_systems(ctx):
     return {"before-bm25": bm25, "before-vector": vector, "before-hybrid": hybrid}
 
 def run(data:Path=DEFAULT_DATA, limit:int|None=None, systems=("bm25", "vector", "hybrid"), out:Path=HERE/".cache"/"scifact",
-        cache:Path=HERE/".cache", depth:int=100, permutations:int=10_000, data_dir:Path|None=None, before:bool=False):
+        cache:Path=HERE/".cache", depth:int=100, permutations:int=10_000, data_dir:Path|None=None, before:bool=False,
+        ingest:bool=True):
     "Run the benchmark; returns (result, timings)."
     from keel.evals.retrieval_data import load_beir
     from keel.evals.retrieval_bench import run_benchmark, BENCH_TAGS
@@ -62,7 +67,7 @@ def run(data:Path=DEFAULT_DATA, limit:int|None=None, systems=("bm25", "vector", 
     t0 = time.perf_counter()
     ds = load_beir(data, split="train", cutoffs=(1, 3, 5, 10, 100), limit=limit)[0]
     for c in ds.cases: c.user_tags = list(BENCH_TAGS)
-    ctx = context(data, cache, data_dir or cache/"scifact-train-data")
+    ctx = context(data, cache, data_dir or cache/"scifact-train-data", ingest)
     t1 = time.perf_counter()
     res = run_benchmark(ctx, ds, systems=list(systems), extra=before_systems(ctx) if before else None, depth=depth, permutations=permutations)
     t2 = time.perf_counter()
@@ -85,11 +90,12 @@ def main(argv=None):
     p.add_argument("--systems", nargs="+", default=["bm25", "vector", "hybrid"])
     p.add_argument("--before", action="store_true", help="also run the old in-memory path over the same passages and vectors")
     p.add_argument("--out", type=Path, default=HERE/".cache"/"scifact")
+    p.add_argument("--as-is", action="store_true", help="search the data directory as it is, ingesting nothing")
     a = p.parse_args(argv)
     if not (a.data/"corpus.jsonl").is_file(): sys.exit(f"no SciFact data at {a.data} (corpus.jsonl missing); pass --data")
     from keel.evals.retrieval_report import format_text
     systems = a.systems + (["before-bm25", "before-vector", "before-hybrid"] if a.before else [])
-    res, t = run(a.data, a.limit, systems, a.out, before=a.before)
+    res, t = run(a.data, a.limit, systems, a.out, before=a.before, ingest=not a.as_is, permutations=1000)
     print(format_text(res))
     print()
     print("headline (document level): " + "; ".join(

@@ -69,10 +69,10 @@ class Settings:
     executor: str = "local"                  # where embedding batches, eval items and benchmark queries run: `local` or `ray`
     ray_address: str|None = None             # a Ray cluster (`host:6379`); empty starts a private local one; remote needs a token
     ray_workers: int|None = None             # Ray actors per task; empty means one per CPU the cluster offers
-    fusion: str = "rrf"                      # hybrid fusion: `rrf` (weighted reciprocal rank) or `convex` (normalised scores)
-    fusion_weight: float = 0.5               # the vector list's share of the fusion, 0..1 (0.5: both alike)
+    fusion: str = "convex"                   # hybrid fusion: `convex` (normalised scores) or `rrf` (weighted reciprocal rank)
+    fusion_weight: float = 0.6               # the vector list's share of the fusion, 0..1 (0.5: both alike); see keel.retrieval
     rrf_k: int = 60                          # reciprocal rank fusion constant
-    bm25_title_weight: float = 1.0           # weight of the document title against the text inside BM25
+    bm25_title_weight: float = 2.0           # weight of the document title against the text inside BM25
     prf_docs: int = 0                        # RM3 feedback on the BM25 side: rows read (0 turns it off)
     prf_terms: int = 10                      # RM3 expansion terms
     prf_keep: float = 0.5                    # RM3 weight of the original query
