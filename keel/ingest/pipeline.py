@@ -133,20 +133,30 @@ def _store(self:Ingestor, doc, tags, chunks, flags, vecs, request_id) -> tuple[i
 Ingestor._store = _store
 
 # %% ../../nbs/12_ingest_pipeline.ipynb #abf92aac
+def _indexed_ids(con) -> set:
+    "The ids of every chunk the vector index should hold: embedded and not quarantined."
+    return {r[0] for r in con.execute("SELECT id FROM chunks WHERE quarantined = 0 AND embedding IS NOT NULL")}
+
 def _refresh_index(self:Ingestor, old_ids, new_ids, flags, vecs, tags) -> str:
     "Update, save and stamp the vector index after a commit; returns a note when that failed."
     keep = [n for n, (q, _) in enumerate(flags) if not q]
+    key = f"vector_index:{self.index_path.name}"
     try:
         if old_ids: self.index.remove(old_ids)
         if keep: self.index.upsert([new_ids[n] for n in keep], vecs[keep], [tags] * len(keep))
-        if hasattr(self.index, "save"):
+        if not hasattr(self.index, "save"): return ""
+        with transaction(self.con):   # no other writer commits between the check, the save and the stamp
+            held = set(getattr(self.index, "_tags", {})) if hasattr(self.index, "_tags") else None
+            want = _indexed_ids(self.con)
+            if (held != want) if held is not None else (self.index.count() != len(want)):
+                set_meta(self.con, key, "stale")   # another process wrote chunks this index never saw
+                return "stored; another writer changed the corpus meanwhile, so the vector index is rebuilt on the next start"
             fp = fingerprint(self.con)
             self.index.save(self.index_path, fingerprint=fp)
-            stamp = dict(fingerprint=fp, kind=getattr(self.index, "kind", "flat"), dim=self.index.dim)
-            set_meta(self.con, f"vector_index:{self.index_path.name}", json.dumps(stamp))
+            set_meta(self.con, key, json.dumps(dict(fingerprint=fp, kind=getattr(self.index, "kind", "flat"), dim=self.index.dim)))
         return ""
     except Exception as e:
-        set_meta(self.con, f"vector_index:{self.index_path.name}", "stale")
+        set_meta(self.con, key, "stale")
         return f"stored, but the vector index was not updated ({type(e).__name__}: {e}); it is rebuilt on the next start"
 Ingestor._refresh_index = _refresh_index
 
