@@ -17,7 +17,7 @@ from ..agent.policy import Policy, decide, load_policy, parse_policy
 from ..agent.loop import AgentLoop
 from ..agent import approvals as q
 from .core import mean, percentile
-from .report import CSS, esc, fmt
+from .report import CSS, esc, fmt, write_run_files
 
 # %% auto #0
 __all__ = ['EXPECT', 'TASK_KEYS', 'FILE_KEYS', 'METHODOLOGY', 'AgentTask', 'parse_task', 'load_tasks', 'violations_of',
@@ -243,11 +243,7 @@ def render_agent_report(p:dict) -> str:
 
 def write_agent_report(payload:dict, report_dir:Path|str) -> tuple[Path, Path]:
     "Write `agent-<stamp>.json/.html` and `latest-agent.*`; return the stamped paths."
-    d = Path(report_dir); d.mkdir(parents=True, exist_ok=True)
-    js, page = json.dumps(payload, default=str, ensure_ascii=False) + "\n", render_agent_report(payload)
-    jp, hp = d/f"agent-{payload['stamp']}.json", d/f"agent-{payload['stamp']}.html"
-    for p, text in ((jp, js), (hp, page), (d/"latest-agent.json", js), (d/"latest-agent.html", page)): p.write_text(text, encoding="utf-8")
-    return jp, hp
+    return write_run_files(payload, render_agent_report(payload), report_dir, f"agent-{payload['stamp']}", "latest-agent")
 
 # %% ../../nbs/61_evals_agent.ipynb #43b73dc7
 def run_agent_eval(ctx, # an AppContext (llm, con, ledger, log, retriever, ingestor, settings)

@@ -9,8 +9,8 @@ from pathlib import Path
 from .core import RATES, COUNTS, COSTS, DEFAULT_THRESHOLDS, item_value, settings_digest
 
 # %% auto #0
-__all__ = ['SCHEMA_VERSION', 'METHODOLOGY', 'GROUPS', 'CSS', 'TREND_METRICS', 'build_payload', 'write_report', 'esc', 'fmt',
-           'render_report', 'mean_interval', 'scorecard', 'runs_frame', 'trend_figure']
+__all__ = ['SCHEMA_VERSION', 'METHODOLOGY', 'GROUPS', 'CSS', 'TREND_METRICS', 'build_payload', 'write_run_files', 'write_report',
+           'esc', 'fmt', 'render_report', 'mean_interval', 'scorecard', 'runs_frame', 'trend_figure']
 
 # %% ../../nbs/56_evals_report.ipynb #bc0b6cff
 SCHEMA_VERSION = 1
@@ -49,13 +49,17 @@ def build_payload(ctx, golden_path, digest, rows, summary, regressions, baseline
                 judge=judge_info, warnings=warnings, methodology=METHODOLOGY)
 
 # %% ../../nbs/56_evals_report.ipynb #5f412981
+def write_run_files(payload:dict, page:str, report_dir:Path|str, stem:str, latest:str) -> tuple[Path, Path]:
+    "Write a run's JSON (one line) and HTML as `<stem>.*` and `<latest>.*` in `report_dir`; return the stamped paths."
+    d = Path(report_dir); d.mkdir(parents=True, exist_ok=True)
+    js = json.dumps(payload, default=str, ensure_ascii=False) + "\n"
+    jp, hp = d/f"{stem}.json", d/f"{stem}.html"
+    for p, text in ((jp, js), (hp, page), (d/f"{latest}.json", js), (d/f"{latest}.html", page)): p.write_text(text, encoding="utf-8")
+    return jp, hp
+
 def write_report(payload:dict, report_dir:Path|str) -> tuple[Path, Path]:
     "Write the JSON and HTML of a run (and latest.*); return their paths."
-    d = Path(report_dir); d.mkdir(parents=True, exist_ok=True)
-    js, page = json.dumps(payload, default=str, ensure_ascii=False) + "\n", render_report(payload)
-    jp, hp = d/f"eval-{payload['stamp']}.json", d/f"eval-{payload['stamp']}.html"
-    for p, text in ((jp, js), (hp, page), (d/"latest.json", js), (d/"latest.html", page)): p.write_text(text, encoding="utf-8")
-    return jp, hp
+    return write_run_files(payload, render_report(payload), report_dir, f"eval-{payload['stamp']}", "latest")
 
 # %% ../../nbs/56_evals_report.ipynb #38f2ffff
 GROUPS = {"Retrieval": ("hit_at_1", "hit_at_3", "hit_at_5", "mrr", "context_precision", "context_recall"),
