@@ -49,9 +49,13 @@ def build_payload(ctx, golden_path, digest, rows, summary, regressions, baseline
                 judge=judge_info, warnings=warnings, methodology=METHODOLOGY)
 
 # %% ../../nbs/56_evals_report.ipynb #5f412981
-def write_run_files(payload:dict, page:str, report_dir:Path|str, stem:str, latest:str) -> tuple[Path, Path]:
+def write_run_files(payload:dict, page:str, report_dir:Path|str, stem:str, latest:str,
+                    assets:dict|None=None # {file name: source path} the page loads, copied beside it when missing
+                   ) -> tuple[Path, Path]:
     "Write a run's JSON (one line) and HTML as `<stem>.*` and `<latest>.*` in `report_dir`; return the stamped paths."
     d = Path(report_dir); d.mkdir(parents=True, exist_ok=True)
+    for name, src in (assets or {}).items():
+        if not (d/name).exists(): (d/name).write_bytes(Path(src).read_bytes())
     js = json.dumps(payload, default=str, ensure_ascii=False) + "\n"
     jp, hp = d/f"{stem}.json", d/f"{stem}.html"
     for p, text in ((jp, js), (hp, page), (d/f"{latest}.json", js), (d/f"{latest}.html", page)): p.write_text(text, encoding="utf-8")

@@ -13,7 +13,7 @@ from ..providers.base import ChunkHit, allowed
 from ..answer.types import User, Answer
 from ..yamlfile import read_yaml
 from .core import mean, number_value, check_keys
-from .golden import GoldenItem, load_golden
+from .golden import GoldenItem, load_golden, golden_digest
 
 # %% auto #0
 __all__ = ['FRAMES', 'PLANTS', 'PERTURBATIONS', 'NOISE_RATIOS', 'REWORDINGS', 'GATES', 'answer_tokens', 'token_f1',
@@ -21,8 +21,8 @@ __all__ = ['FRAMES', 'PLANTS', 'PERTURBATIONS', 'NOISE_RATIOS', 'REWORDINGS', 'G
            'replace_share', 'altered_number', 'counterfactual_fact', 'alter', 'reword', 'plant', 'Probe', 'probe_rng',
            'corpus_tags', 'excluding_tags', 'probes_for', 'score_probe', 'ask_probe', 'consistency', 'paired_interval',
            'table', 'GateCheck', 'gate_value', 'check_gates', 'read_gates', 'RobustnessResult', 'answerable',
-           'parse_perturbations', 'run_robustness', 'noise_figure', 'render_robustness', 'write_robustness_report',
-           'format_table', 'cli']
+           'parse_perturbations', 'probe_key', 'checkpoint_header', 'Checkpoint', 'ask_probes', 'run_robustness',
+           'noise_figure', 'render_robustness', 'write_robustness_report', 'format_table', 'cli']
 
 # %% ../../nbs/62_evals_robustness.ipynb #f2b8c9dd
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -401,6 +401,67 @@ def parse_perturbations(spec:str|None) -> tuple[str, ...]:
         raise InputError(f"unknown perturbation {bad[0]!r}", fix=f"use some of: {', '.join(PERTURBATIONS)}")
     return names
 
+# %% ../../nbs/62_evals_robustness.ipynb #c7d1a002
+def probe_key(r) -> tuple:
+    "(item, perturbation, parameter): what names a probe, for a row or a `Probe`."
+    return (r["id"], r["perturbation"], r["param"]) if isinstance(r, dict) else (r.item.id, r.perturbation, r.param)
+
+def checkpoint_header(ctx, golden:list[GoldenItem], seed:int) -> dict:
+    "What a run's rows depend on: the golden set, the seed, the settings (mode, model, retrieval) and the corpus."
+    from keel.evals.core import settings_digest
+    from keel.db import fingerprint
+    return dict(kind="keel-robustness-checkpoint", golden_digest=golden_digest(golden), seed=seed,
+                mode=ctx.settings.answer_mode, settings_digest=settings_digest(ctx.settings), corpus=fingerprint(ctx.con))
+
+def _json_line(line:str) -> dict|None:
+    try: d = json.loads(line)
+    except ValueError: return None
+    return d if isinstance(d, dict) else None
+
+# %% ../../nbs/62_evals_robustness.ipynb #c7d1a003
+class Checkpoint:
+    "Probe rows appended to a JSON-lines file as they are scored, so that a stopped run resumes where it stopped."
+    def __init__(self, path:Path|str, header:dict):
+        self.path, self.rows = Path(path), {}
+        text = self.path.read_text(encoding="utf-8") if self.path.exists() else ""
+        if not text.strip():
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.write_text(json.dumps(header) + "\n", encoding="utf-8"); return
+        lines = text.splitlines()
+        if (head := _json_line(lines[0])) != header:
+            diff = sorted(k for k in header if (head or {}).get(k) != header[k])
+            raise InputError(f"{self.path} holds the probes of another run (it differs in {', '.join(diff)})",
+                             fix="give a new --checkpoint file, or the same golden set, seed, settings and corpus")
+        for line in lines[1:]:                          # a line cut short when a run was stopped is skipped
+            if (r := _json_line(line)) is not None and {"id", "perturbation", "param"} <= set(r): self.rows[probe_key(r)] = r
+        if not text.endswith("\n"):
+            with self.path.open("a", encoding="utf-8") as f: f.write("\n")
+    def add(self, row:dict):
+        "Append one scored row."
+        with self.path.open("a", encoding="utf-8") as f: f.write(json.dumps(row, default=str, ensure_ascii=False) + "\n")
+        self.rows[probe_key(row)] = row
+
+# %% ../../nbs/62_evals_robustness.ipynb #c7d1a005
+def ask_probes(ctx, probes:list[Probe], tags_of, *, seed:int, perturbations, ck:Checkpoint|None=None,
+               progress:bool=True) -> list[dict]:
+    "Every probe's row in order: from the checkpoint when it holds it, else asked (and added to the checkpoint)."
+    from tqdm.auto import tqdm
+    done, new = (ck.rows if ck else {}), {}
+    def keep(r):
+        if probe_key(r) in done: return
+        new[probe_key(r)] = r
+        if ck: ck.add(r)
+    todo = [p for p in probes if probe_key(p) not in done]
+    job = ctx.remote_job("robustness_rows") if hasattr(ctx, "remote_job") else None   # KEEL_EXECUTOR=ray: items on workers
+    if job and todo:
+        for r in job(list({p.item.id: p.item for p in todo}.values()), seed, perturbations): keep(r)
+    elif todo:
+        store = ScratchStore()
+        try:
+            for p in tqdm(todo, desc="robustness", disable=not progress): keep(ask_probe(ctx, p, store, tags_of))
+        finally: store.close()
+    return [copy.deepcopy(done[probe_key(p)] if probe_key(p) in done else new[probe_key(p)]) for p in probes]
+
 # %% ../../nbs/62_evals_robustness.ipynb #f338aebb
 def run_robustness(ctx, # an AppContext (answer_engine, retriever, con, settings)
                    golden_path:Path|str, # the golden set YAML; its answerable items are perturbed
@@ -408,24 +469,27 @@ def run_robustness(ctx, # an AppContext (answer_engine, retriever, con, settings
                    *, perturbations=PERTURBATIONS, # which perturbations to run
                    seed:int=0, # the same seed gives the same perturbations
                    limit:int|None=None, # only the first `limit` answerable items (a quicker run with a slow model)
-                   progress:bool=True) -> RobustnessResult:
+                   progress:bool=True,
+                   checkpoint:Path|str|None=None # JSON lines: its probes are not asked again, new ones are appended
+                  ) -> RobustnessResult:
     "Ask the golden set's answerable items clean and perturbed through the answer engine; score, gate, report."
-    from tqdm.auto import tqdm
     from keel.evals.run import _chunk_tags
-    items = answerable(load_golden(golden_path))[:limit]
+    golden = load_golden(golden_path)
+    items = answerable(golden)[:limit]
     if not items: raise InputError(f"{golden_path}: no answerable items to perturb", fix="add items with expected_sources and expect_refusal: false")
     overrides, pool, tags_of = read_gates(golden_path), passage_pool(ctx.con), _chunk_tags(ctx.con)
     probes = [p for it in items for p in probes_for(it, pool, seed, perturbations)]
-    store = ScratchStore()
-    job = ctx.remote_job("robustness_rows") if hasattr(ctx, "remote_job") else None   # KEEL_EXECUTOR=ray: items on workers
-    try: rows = job(items, seed, perturbations) if job else [ask_probe(ctx, p, store, tags_of) for p in tqdm(probes, desc="robustness", disable=not progress)]
-    finally: store.close()
+    ck = Checkpoint(checkpoint, checkpoint_header(ctx, golden, seed)) if checkpoint else None
+    reused = sum(probe_key(p) in ck.rows for p in probes) if ck else 0
+    rows = ask_probes(ctx, probes, tags_of, seed=seed, perturbations=perturbations, ck=ck, progress=progress)
     clean = {r["id"]: r for r in rows if r["perturbation"] == "clean"}
     for r in rows:
         if r["perturbation"] in ("reworded", "passage_order") and r["id"] in clean: r.update(consistency(r, clean[r["id"]]))
     tab, gates = table(rows), check_gates(rows, overrides)
-    payload = dict(kind="robustness", created_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+    now = dt.datetime.now(dt.timezone.utc)
+    payload = dict(kind="robustness", stamp=now.strftime("%Y%m%dT%H%M%S-%fZ"), created_at=now.isoformat(timespec="seconds"),
                    golden_path=str(golden_path), seed=seed, limit=limit, perturbations=list(perturbations), mode=ctx.settings.answer_mode,
+                   checkpoint=str(checkpoint) if checkpoint else None, from_checkpoint=reused,
                    model=str(getattr(ctx.answer_engine.llm, "name", "")) if ctx.settings.answer_mode != "extractive" else "",
                    n_items=len(items), n_probes=len(rows), gate=dict(passed=all(g.passed for g in gates), checks=[dataclasses.asdict(g) for g in gates]),
                    table=tab, rows=rows)
@@ -462,27 +526,25 @@ def render_robustness(payload:dict, plotly_js:str="plotly.min.js") -> str:
     probes = "".join(f'<tr><td>{esc(r["id"])}</td><td>{esc(r["perturbation"])} {esc(r["param"])}</td><td class="q">{esc(r["question"])}</td>'
                      f'<td>{esc(",".join(r["tags"]))}</td><td class="q">{"(refused) " if r["refused"] else ""}{esc(r["answer"][:400])}</td>'
                      f'<td>{r["leaks"]}</td></tr>' for r in payload["rows"])
-    fig = noise_figure(payload["rows"]).to_html(include_plotlyjs=False, full_html=False) if any(r["perturbation"] == "noise" for r in payload["rows"]) else ""
-    return (f'<!doctype html><meta charset="utf-8"><title>Keel robustness</title><style>{CSS}td{{overflow-wrap:anywhere}}</style>'
-            f'<script src="{esc(plotly_js)}"></script><h1>Robustness</h1><p>{esc(payload["golden_path"])} · {payload["n_items"]} items · '
+    fig = noise_figure(payload["rows"]).to_html(include_plotlyjs=False, full_html=False, div_id="noise-chart") if any(r["perturbation"] == "noise" for r in payload["rows"]) else ""
+    return (f'<!doctype html><html><head><meta charset="utf-8"><title>Keel robustness {esc(payload.get("stamp", ""))}</title>'
+            f'<style>{CSS}td{{overflow-wrap:anywhere}}</style><script src="{esc(plotly_js)}"></script></head><body>'
+            f'<h1>Robustness</h1><p>{esc(payload["golden_path"])} · {payload["n_items"]} items · '
             f'{payload["n_probes"]} probes · mode {esc(payload["mode"])} {esc(payload["model"])} · seed {payload["seed"]} · {esc(payload["created_at"])}</p>'
             f'<div class="gate {"pass" if g["passed"] else "fail"}">gate {"passed" if g["passed"] else "FAILED"}</div>'
             f'<h2>Gates</h2><table><tr><th>gate</th><th>bound</th><th>value</th><th></th></tr>{checks}</table>'
             f'<h2>Perturbation × metric</h2><table><tr><th>perturbation</th><th>param</th><th>metric</th><th>n</th><th>clean</th>'
             f'<th>perturbed</th><th>delta</th><th>95% CI of delta</th></tr>{tab}</table>{fig}'
-            f'<h2>Probes</h2><table><tr><th>item</th><th>perturbation</th><th>question</th><th>tags</th><th>answer</th><th>leaks</th></tr>{probes}</table>')
+            f'<h2>Probes</h2><table><tr><th>item</th><th>perturbation</th><th>question</th><th>tags</th><th>answer</th><th>leaks</th></tr>{probes}</table>'
+            '</body></html>')
 
 def write_robustness_report(payload:dict, report_dir:Path|str) -> tuple[Path, Path]:
-    "Write `robustness-<stamp>.json/.html`, `robustness-latest.*` and plotly.min.js; return the stamped paths."
+    "Write `robustness-<stamp>.json/.html` and `robustness-latest.*` as every run is written, plotly.js beside them."
     import plotly
-    d = Path(report_dir); d.mkdir(parents=True, exist_ok=True)
-    js = d/"plotly.min.js"
-    if not js.exists(): js.write_bytes((Path(plotly.__file__).parent/"package_data"/"plotly.min.js").read_bytes())
-    stamp = re.sub(r"[^0-9T]", "", payload["created_at"])[:15]
-    text, page = json.dumps(payload, indent=1, default=str, ensure_ascii=False), render_robustness(payload)
-    jp, hp = d/f"robustness-{stamp}.json", d/f"robustness-{stamp}.html"
-    for p, t in ((jp, text), (hp, page), (d/"robustness-latest.json", text), (d/"robustness-latest.html", page)): p.write_text(t, encoding="utf-8")
-    return jp, hp
+    from keel.evals.report import write_run_files
+    js = Path(plotly.__file__).parent/"package_data"/"plotly.min.js"
+    return write_run_files(payload, render_robustness(payload), report_dir, f"robustness-{payload['stamp']}", "robustness-latest",
+                           assets={"plotly.min.js": js})
 
 # %% ../../nbs/62_evals_robustness.ipynb #24cfe876
 def _parser() -> argparse.ArgumentParser:
@@ -493,6 +555,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="the same seed gives the same perturbations (default 0)")
     p.add_argument("--limit", type=int, help="only the first N answerable items (a quicker run with a slow model)")
     p.add_argument("--report-dir", default="reports", help="where robustness-<stamp>.json/.html and robustness-latest.* go")
+    p.add_argument("--checkpoint", metavar="FILE", help="append each scored probe to FILE (JSON lines) and skip the probes it "
+                   "already holds: resume a stopped run, or run the perturbations in pieces")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     return p
 
@@ -513,7 +577,7 @@ def _run(a, make_ctx) -> int:
         raise InputError(f"--limit {a.limit} is not a positive number", fix="give --limit 1 or more")
     answerable(load_golden(a.golden)); read_gates(a.golden)      # invalid input fails before any model is loaded
     res = run_robustness(make_ctx(), a.golden, a.report_dir, perturbations=perts, seed=a.seed, limit=a.limit,
-                         progress=not a.quiet)
+                         progress=not a.quiet, checkpoint=a.checkpoint)
     print(format_table(res))
     print(f"gate: {'passed' if res.gate_passed else 'FAILED'}\nreport: {res.html_path}\njson: {res.json_path}")
     return EXIT_OK if res.gate_passed else EXIT_FAILED
