@@ -10,7 +10,7 @@ from fastcore.basics import patch
 from ..errors import KeelError, InputError, ModelError
 from ..db import transaction
 from ..providers.base import ChatMessage, ToolCall, ChatResult, ChunkHit
-from ..providers.llama import tool_schema, tool_prompt, parse_tool_reply, bound_schema
+from ..providers.base import tool_schema, tool_prompt, parse_tool_reply, bound_schema
 from ..answer.types import User, Answer, Citation
 from ..answer.engine import resolve_citations, infer_citations, digest, model_location
 from .tools import Registry, ToolContext, ToolError, call_tool, render_result

@@ -10,8 +10,9 @@ from typing import Protocol, runtime_checkable, Any, Sequence
 import numpy as np
 
 # %% auto #0
-__all__ = ['ToolCall', 'ChatMessage', 'ToolSpec', 'ChatResult', 'ChunkHit', 'LLM', 'Embeddings', 'VectorIndex', 'Reranker',
-           'effective_tags', 'allowed', 'first_repeat', 'check_embeddings', 'check_vector_index', 'check_llm']
+__all__ = ['ToolCall', 'ChatMessage', 'ToolSpec', 'ChatResult', 'bound_schema', 'tool_schema', 'tool_prompt', 'parse_tool_reply',
+           'ChunkHit', 'LLM', 'Embeddings', 'VectorIndex', 'Reranker', 'effective_tags', 'allowed', 'first_repeat',
+           'check_embeddings', 'check_vector_index', 'check_llm']
 
 # %% ../../nbs/05_providers.ipynb #b0d0f67c
 @dataclass
@@ -53,6 +54,47 @@ class ChatResult:
 
     @property
     def tokens(self) -> int: return self.prompt_tokens + self.output_tokens
+
+# %% ../../nbs/05_providers.ipynb #55ccd4cf
+import uuid
+
+def bound_schema(schema:dict, max_tokens:int) -> dict:
+    "A copy of `schema` the grammar can finish within `max_tokens`: free strings get a `maxLength`, small integer ranges become enums."
+    free = []
+    def walk(node):
+        if isinstance(node, dict):
+            if node.get("type") == "string" and not {"maxLength", "enum", "const", "pattern", "format"} & set(node): free.append(node)
+            if node.get("type") == "integer" and "enum" not in node and isinstance(node.get("minimum"), int) \
+               and isinstance(node.get("maximum"), int) and 0 <= node["maximum"] - node["minimum"] <= 1000:
+                node["enum"] = list(range(node["minimum"], node["maximum"] + 1))
+            for v in node.values(): walk(v)
+        elif isinstance(node, list):
+            for v in node: walk(v)
+    schema = json.loads(json.dumps(schema))
+    walk(schema)
+    for node in free: node["maxLength"] = max(8, (2 * max_tokens // 3) // len(free))
+    return schema
+
+def tool_schema(tools:list[ToolSpec]) -> dict:
+    "The JSON schema of a reply that calls one of `tools` or answers."
+    calls = [{"type": "object", "properties": {"tool": {"const": t.name}, "arguments": t.parameters or {"type": "object"}},
+              "required": ["tool", "arguments"]} for t in tools]
+    return {"anyOf": calls + [{"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}]}
+
+def tool_prompt(tools:list[ToolSpec]) -> str:
+    "The system text that describes `tools` and the reply format."
+    lines = ["You can call these tools:"] + [f"- {t.name}: {t.description} Arguments (JSON schema): {json.dumps(t.parameters)}" for t in tools]
+    lines.append('Reply with JSON only: {"tool": "<name>", "arguments": {...}} to call a tool, or {"answer": "<text>"} to answer.')
+    return "\n".join(lines)
+
+def parse_tool_reply(text:str) -> tuple[str, list[ToolCall]]:
+    "The (content, tool calls) of a reply made under `tool_schema`."
+    try: data = json.loads(text)
+    except ValueError: return text, []
+    if isinstance(data, dict) and isinstance(data.get("tool"), str):
+        return "", [ToolCall(id=f"call_{uuid.uuid4().hex[:12]}", name=data["tool"], arguments=data.get("arguments") or {})]
+    if isinstance(data, dict) and "answer" in data: return str(data["answer"]), []
+    return text, []
 
 # %% ../../nbs/05_providers.ipynb #2180d006
 @dataclass

@@ -10,9 +10,10 @@ import numpy as np
 from fastcore.basics import patch
 from ..errors import ModelError
 from .base import first_repeat, LLM, ChatMessage, ChatResult, ToolCall, ToolSpec
+from .base import bound_schema, tool_schema, tool_prompt, parse_tool_reply
 
 # %% auto #0
-__all__ = ['LlamaCppLLM', 'bound_schema', 'render_transcript', 'tool_schema', 'tool_prompt', 'parse_tool_reply']
+__all__ = ['LlamaCppLLM', 'render_transcript']
 
 # %% ../../nbs/06_llm_llama.ipynb #955c4c0e
 _TOKEN_DATA = np.dtype([("id", np.intc), ("logit", np.single), ("p", np.single)], align=True)
@@ -120,23 +121,6 @@ def _grammar(schema:dict|None):
     try: return LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
     except Exception as e: raise ModelError(f"cannot compile the JSON schema into a grammar: {e}", fix="simplify the schema") from None
 
-def bound_schema(schema:dict, max_tokens:int) -> dict:
-    "A copy of `schema` the grammar can finish within `max_tokens`: free strings get a `maxLength`, small integer ranges become enums."
-    free = []
-    def walk(node):
-        if isinstance(node, dict):
-            if node.get("type") == "string" and not {"maxLength", "enum", "const", "pattern", "format"} & set(node): free.append(node)
-            if node.get("type") == "integer" and "enum" not in node and isinstance(node.get("minimum"), int) \
-               and isinstance(node.get("maximum"), int) and 0 <= node["maximum"] - node["minimum"] <= 1000:
-                node["enum"] = list(range(node["minimum"], node["maximum"] + 1))
-            for v in node.values(): walk(v)
-        elif isinstance(node, list):
-            for v in node: walk(v)
-    schema = json.loads(json.dumps(schema))
-    walk(schema)
-    for node in free: node["maxLength"] = max(8, (2 * max_tokens // 3) // len(free))
-    return schema
-
 def _result(r:dict, name:str, content:str) -> ChatResult:
     "A `ChatResult` from a llama.cpp response."
     u = r.get("usage") or {}
@@ -179,28 +163,6 @@ def render_transcript(messages:list[ChatMessage]) -> str:
             parts.append("Assistant: " + json.dumps({"tool": m.tool_calls[0].name, "arguments": m.tool_calls[0].arguments}))
         else: parts.append(f"{'User' if m.role == 'user' else 'Assistant'}: {m.content.strip()}")
     return "\n".join(parts) + "\nAssistant:"
-
-# %% ../../nbs/06_llm_llama.ipynb #0228abeb
-def tool_schema(tools:list[ToolSpec]) -> dict:
-    "The JSON schema of a reply that calls one of `tools` or answers."
-    calls = [{"type": "object", "properties": {"tool": {"const": t.name}, "arguments": t.parameters or {"type": "object"}},
-              "required": ["tool", "arguments"]} for t in tools]
-    return {"anyOf": calls + [{"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}]}
-
-def tool_prompt(tools:list[ToolSpec]) -> str:
-    "The system text that describes `tools` and the reply format."
-    lines = ["You can call these tools:"] + [f"- {t.name}: {t.description} Arguments (JSON schema): {json.dumps(t.parameters)}" for t in tools]
-    lines.append('Reply with JSON only: {"tool": "<name>", "arguments": {...}} to call a tool, or {"answer": "<text>"} to answer.')
-    return "\n".join(lines)
-
-def parse_tool_reply(text:str) -> tuple[str, list[ToolCall]]:
-    "The (content, tool calls) of a reply made under `tool_schema`."
-    try: data = json.loads(text)
-    except ValueError: return text, []
-    if isinstance(data, dict) and isinstance(data.get("tool"), str):
-        return "", [ToolCall(id=f"call_{uuid.uuid4().hex[:12]}", name=data["tool"], arguments=data.get("arguments") or {})]
-    if isinstance(data, dict) and "answer" in data: return str(data["answer"]), []
-    return text, []
 
 # %% ../../nbs/06_llm_llama.ipynb #f5d35a5a
 def _openai_messages(messages:list[ChatMessage]) -> list[dict]:
