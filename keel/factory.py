@@ -98,12 +98,16 @@ def retriever(self:AppContext):
     return self._part("_retriever", lambda: Retriever(self.con, self.embeddings, self.index, self.settings, reranker=self.reranker))
 
 @patch(as_prop=True)
-def ingestor(self:AppContext):
-    from keel.ingest.pipeline import Ingestor
+def screen(self:AppContext):
+    "The injection screen (KEEL_INJECTION_SCREEN) that ingest, questions and agent tool results go through."
     from keel.safety.screen import screen
     from keel.safety.learned import screen_learned
-    scr = screen_learned if self.settings.injection_screen == "learned" else screen
-    return self._part("_ingestor", lambda: Ingestor(self.con, self.ingest_embeddings, self.index, self.ledger, scr, self.settings))
+    return screen_learned if self.settings.injection_screen == "learned" else screen
+
+@patch(as_prop=True)
+def ingestor(self:AppContext):
+    from keel.ingest.pipeline import Ingestor
+    return self._part("_ingestor", lambda: Ingestor(self.con, self.ingest_embeddings, self.index, self.ledger, self.screen, self.settings))
 
 @patch(as_prop=True)
 def executor(self:AppContext):
@@ -129,7 +133,7 @@ def answer_engine(self:AppContext):
     "The answer engine; it gates on answerability unless the retriever was replaced by one that cannot be assessed."
     from keel.answer.engine import AnswerEngine
     gate = lambda: self.answerability if hasattr(self.retriever, "bm25_index") else self.retriever
-    return self._part("_answer_engine", lambda: AnswerEngine(gate(), lambda: self.llm, self.ledger, self.log, self.settings))
+    return self._part("_answer_engine", lambda: AnswerEngine(gate(), lambda: self.llm, self.ledger, self.log, self.settings, screen=self.screen))
 
 @patch
 def remote_job(self:AppContext, name:str # a job of `keel.scaleout`: `eval_items` or `retrieval_systems`
@@ -171,7 +175,7 @@ def agent(self:AppContext):
     def build():
         reg = default_registry()
         return AgentLoop(self.llm, reg, load_policy(self.settings.data_dir, reg.names()), self.con, self.ledger, self.log,
-                         self.settings, retriever=lambda: self.retriever)
+                         self.settings, retriever=lambda: self.retriever, screen=self.screen)
     return self._part("_agent", build)
 
 # %% ../nbs/80_factory.ipynb #287295dc

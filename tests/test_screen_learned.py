@@ -53,13 +53,14 @@ def test_the_layer_never_lifts_a_pattern_quarantine():
     for it in load_injection_set(ROOT / "golden/safety/injection_set.yaml"):
         if screen(it["text"]).quarantine: assert screen_learned(it["text"]).quarantine, it["id"]
 
-def test_ingest_uses_the_learned_screen_by_default(tmp_path):
+def test_ingest_questions_and_tool_results_use_the_configured_screen(tmp_path):
     from keel.factory import build_context
     from keel.config import load_settings
     with build_context(load_settings(dotenv=None, data_dir=tmp_path)) as ctx:
         assert ctx.ingestor.screen is screen_learned
+        assert ctx.answer_engine.screen is screen_learned and ctx.agent.screen is screen_learned
     with build_context(load_settings(dotenv=None, data_dir=tmp_path, injection_screen="heuristic")) as ctx:
-        assert ctx.ingestor.screen is screen
+        assert ctx.ingestor.screen is screen and ctx.answer_engine.screen is screen and ctx.agent.screen is screen
 
 def test_unreadable_weights_are_a_clear_error(tmp_path):
     bad = tmp_path / "w.json"; bad.write_text("{not json")

@@ -62,10 +62,12 @@ class AgentLoop:
                  retriever=None, # has `retrieve(query, tags, k)`, or a function returning one
                  tool_mode:str="native", # `native`: the LLM's own tool calling; `json`: a schema-constrained JSON reply
                  max_tokens:int=1024, # per model turn; the grammar shares it among the schema's free strings (1024: ~110 characters each)
-                 temperature:float=0.0):
+                 temperature:float=0.0,
+                 screen=None): # text -> `Verdict`: a tool result it flags is withheld from the model; a flagged task is recorded
         if tool_mode not in ("native", "json"): raise InputError(f"tool_mode must be native or json, got {tool_mode!r}")
         self.llm, self.registry, self.policy, self.con, self.ledger, self.log = llm, registry, policy, con, ledger, log
         self.settings, self.retriever, self.tool_mode, self.max_tokens, self.temperature = settings, retriever, tool_mode, max_tokens, temperature
+        self.screen = screen
 
 # %% ../../nbs/43_agent_loop.ipynb #12533f3a
 def _msg_to(m:ChatMessage) -> dict: return asdict(m)
@@ -143,6 +145,21 @@ def _execute(self:AgentLoop, run_id:str, state:dict, user:User, call:ToolCall, a
     try: return "ok", call_tool(self.registry, call.name, args, ctx).data
     except KeelError as e: return "error", {"error": str(e), "kind": type(e).__name__}
 
+# %% ../../nbs/43_agent_loop.ipynb #e5acd03a
+@patch
+def _screened(self:AgentLoop, run_id:str, step:int, call:ToolCall, status:str, payload) -> tuple[str, object]:
+    "A tool result through the injection screen: a flagged one is withheld from the model, with a `screen` ledger row."
+    if self.screen is None or status != "ok": return status, payload
+    from keel.safety.learned import result_text, verdict_row
+    text = result_text(payload)
+    if not text.strip(): return status, payload
+    v = self.screen(text)
+    if not v.quarantine: return status, payload
+    self.ledger.append("screen", run_id, verdict_row(v, subject="tool_result", action="withheld", tool=call.name, step=step,
+                                                     result_sha256=q.args_digest({"r": payload})))
+    return "withheld", {"error": f"this result was withheld: the injection screen flagged it ({', '.join(v.reasons)}). "
+                                 "Do not repeat the call; answer with what you have or call something else."}
+
 # %% ../../nbs/43_agent_loop.ipynb #488efec5
 @patch
 def _handle(self:AgentLoop, run_id:str, state:dict, user:User, call:ToolCall) -> dict|None:
@@ -170,7 +187,7 @@ def _handle(self:AgentLoop, run_id:str, state:dict, user:User, call:ToolCall) ->
         self._record(run_id, state, call, "allow", "duplicate", rule_line=d.line, same_as_step=same[0])
         state["messages"].append(_tool_msg(call, "duplicate", {"error": f"this exact call already ran at step {same[0]}; its result is above. "
                                                                    "Use it and answer, or call something else."}, lim)); return None
-    status, payload = self._execute(run_id, state, user, call, args)
+    status, payload = self._screened(run_id, state["step"], call, *self._execute(run_id, state, user, call, args))
     self._record(run_id, state, call, "allow", status, rule_line=d.line, result_sha256=q.args_digest({"r": payload}))
     state["messages"].append(_tool_msg(call, status, payload, lim)); return None
 
@@ -251,6 +268,9 @@ def run(self:AgentLoop, question:str, # the task, in words
     self.ledger.append("agent_run", run_id, dict(user=user.name, tags=user.effective_tags, anonymous=user.tags is None,
                                                  question_sha256=digest(question), max_steps=n, policy=self.policy.source,
                                                  tools=self.registry.names(), tool_mode=self.tool_mode))
+    if self.screen is not None and (v := self.screen(question)).quarantine:
+        from keel.safety.learned import verdict_row
+        self.ledger.append("screen", run_id, verdict_row(v, subject="question", action="carried out"))
     with transaction(self.con):
         self.con.execute("INSERT INTO agent_runs(run_id, user, tags, question, status, state, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?)",
                          (run_id, user.name, None if user.tags is None else json.dumps(list(user.tags)), question, "running", "{}", q.stamp(), q.stamp()))
@@ -298,7 +318,7 @@ def resume(self:AgentLoop, run_id:str) -> AgentResult:
     if a["status"] == "pending": return self._await(run_id, state, a)
     call, lim = ToolCall(**state["pending"]["call"]), self.settings.agent_result_chars
     if a["status"] in ("approved", "modified"):
-        status, payload = self._run_approved(run_id, state, user, a)
+        status, payload = self._screened(run_id, a["step"], call, *self._run_approved(run_id, state, user, a))
         extra = {"approved_by": a["decided_by"], "modified": a["status"] == "modified"}
     elif a["status"] == "rejected": status, payload, extra = "rejected", {"error": f"a person rejected this call: {a['reason']}"}, {"rejected_by": a["decided_by"]}
     else: status, payload, extra = "expired", {"error": "nobody approved this call before it expired; it did not run"}, {}

@@ -87,15 +87,28 @@ class AnswerEngine:
                  llm, # an `LLM`, or a function that builds one on first use (extractive mode never calls it)
                  ledger, # has `append(kind, request_id, payload)`
                  log, # an `InferenceLog`
-                 settings # `Settings`
+                 settings, # `Settings`
+                 screen=None # text -> `Verdict`: a question it flags is answered, with the verdict recorded
                 ):
         self.retriever, self._llm, self.ledger, self.log, self.settings = retriever, llm, ledger, log, settings
+        self.screen = screen
 
     @property
     def llm(self):
         "The language model, built now if the engine was given a function that builds it."
         if callable(self._llm) and not hasattr(self._llm, "complete"): self._llm = self._llm()
         return self._llm
+
+# %% ../../nbs/31_answer_engine.ipynb #82afdb04
+@patch
+def _screen_question(self:AnswerEngine, question:str, a:Answer):
+    "Run the injection screen over the question; a flag is recorded on the answer and in a `screen` ledger row (the question is still answered)."
+    if self.screen is None: return
+    from keel.safety.learned import verdict_row
+    v = self.screen(question)
+    if not v.quarantine: return
+    a.screen = verdict_row(v, subject="question", action="answered")
+    self.ledger.append("screen", a.request_id, a.screen)
 
 # %% ../../nbs/31_answer_engine.ipynb #84b5bb4e
 def model_location(llm) -> str:
@@ -241,6 +254,7 @@ def answer(self:AnswerEngine, question:str, # the user's question
     self.ledger.append("request", rid, dict(user=user.name, tags=user.effective_tags, anonymous=user.tags is None,
                                             question=question, question_sha256=self._stored_digest(question), mode=mode))
     a = Answer("", request_id=rid, mode=mode, model="" if mode == "extractive" else str(getattr(self.llm, "name", "")))
+    self._screen_question(question, a)
     try: return self._answer(question, user, json_schema, a, t0)
     except BaseException as e:
         a.error = f"{type(e).__name__}: {e}"

@@ -53,5 +53,6 @@ class Answer:
     timings: dict = field(default_factory=dict)   # ms per stage: retrieval, prompt, generation
     answerability: float|None = None  # the gate's score: the probability that the retrieved passages answer the question
     produced_by: str = ""           # generated, repaired, extractive_fallback, extractive, refusal (JSON mode: empty)
+    screen: dict|None = None        # the injection screen's verdict on the question, when it flagged it (`verdict_row`)
 
     def to_dict(self) -> dict: return asdict(self)

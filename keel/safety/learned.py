@@ -13,7 +13,7 @@ from .screen import screen, normalise, Verdict, _verdict, _B64, _b64_text, _quot
 
 # %% auto #0
 __all__ = ['decoded', 'features', 'LearnedScreen', 'save_model', 'load_model', 'default_model', 'screen_learned', 'fit_screen',
-           'load_screen_set', 'train_default']
+           'load_screen_set', 'train_default', 'result_text', 'verdict_row']
 
 # %% ../../nbs/20a_safety_learned.ipynb #0abdf642
 _COMMON = frozenset("the and you your to of a is in that it for this with be all are now only not any or on as".split())
@@ -177,3 +177,15 @@ def train_default(set_path, out_path=None) -> LearnedScreen:
     m = fit_screen([i for i in load_screen_set(set_path) if i.get("split") == "train"])
     save_model(m, out_path or _default_path())
     return m
+
+# %% ../../nbs/20a_safety_learned.ipynb #c354743f
+def result_text(payload) -> str:
+    "The strings inside a tool result (nested dicts and lists), one per line, for the screen."
+    if isinstance(payload, str): return payload
+    if isinstance(payload, dict): return "\n".join(t for v in payload.values() if (t := result_text(v)))
+    if isinstance(payload, (list, tuple)): return "\n".join(t for v in payload if (t := result_text(v)))
+    return ""
+
+def verdict_row(v:Verdict, **extra) -> dict:
+    "What the ledger keeps of a verdict: score, reasons and their weights (no snippets of the text)."
+    return dict(score=v.score, reasons=v.reasons, weights={r: round(v.matches[r][0], 4) for r in v.reasons if r in v.matches}, **extra)
