@@ -470,7 +470,8 @@ def run_robustness(ctx, # an AppContext (answer_engine, retriever, con, settings
                    seed:int=0, # the same seed gives the same perturbations
                    limit:int|None=None, # only the first `limit` answerable items (a quicker run with a slow model)
                    progress:bool=True,
-                   checkpoint:Path|str|None=None # JSON lines: its probes are not asked again, new ones are appended
+                   checkpoint:Path|str|None=None, # JSON lines: its probes are not asked again, new ones are appended
+                   ask:bool=True # False: report only the probes the checkpoint holds, asking none (a partial run so far)
                   ) -> RobustnessResult:
     "Ask the golden set's answerable items clean and perturbed through the answer engine; score, gate, report."
     from keel.evals.run import _chunk_tags
@@ -480,7 +481,11 @@ def run_robustness(ctx, # an AppContext (answer_engine, retriever, con, settings
     overrides, pool, tags_of = read_gates(golden_path), passage_pool(ctx.con), _chunk_tags(ctx.con)
     probes = [p for it in items for p in probes_for(it, pool, seed, perturbations)]
     ck = Checkpoint(checkpoint, checkpoint_header(ctx, golden, seed)) if checkpoint else None
-    reused = sum(probe_key(p) in ck.rows for p in probes) if ck else 0
+    if not ask and ck is None: raise InputError("reporting from a checkpoint needs one", fix="give --checkpoint FILE")
+    held = [p for p in probes if ck and probe_key(p) in ck.rows]
+    missing, probes = (len(probes) - len(held), held) if not ask else (0, probes)
+    if not probes: raise InputError(f"{checkpoint} holds none of these probes", fix="run without --from-checkpoint to ask them")
+    reused = len(held)
     rows = ask_probes(ctx, probes, tags_of, seed=seed, perturbations=perturbations, ck=ck, progress=progress)
     clean = {r["id"]: r for r in rows if r["perturbation"] == "clean"}
     for r in rows:
@@ -489,7 +494,7 @@ def run_robustness(ctx, # an AppContext (answer_engine, retriever, con, settings
     now = dt.datetime.now(dt.timezone.utc)
     payload = dict(kind="robustness", stamp=now.strftime("%Y%m%dT%H%M%S-%fZ"), created_at=now.isoformat(timespec="seconds"),
                    golden_path=str(golden_path), seed=seed, limit=limit, perturbations=list(perturbations), mode=ctx.settings.answer_mode,
-                   checkpoint=str(checkpoint) if checkpoint else None, from_checkpoint=reused,
+                   checkpoint=str(checkpoint) if checkpoint else None, from_checkpoint=reused, probes_missing=missing,
                    model=str(getattr(ctx.answer_engine.llm, "name", "")) if ctx.settings.answer_mode != "extractive" else "",
                    n_items=len(items), n_probes=len(rows), gate=dict(passed=all(g.passed for g in gates), checks=[dataclasses.asdict(g) for g in gates]),
                    table=tab, rows=rows)
@@ -527,11 +532,13 @@ def render_robustness(payload:dict, plotly_js:str="plotly.min.js") -> str:
                      f'<td>{esc(",".join(r["tags"]))}</td><td class="q">{"(refused) " if r["refused"] else ""}{esc(r["answer"][:400])}</td>'
                      f'<td>{r["leaks"]}</td></tr>' for r in payload["rows"])
     fig = noise_figure(payload["rows"]).to_html(include_plotlyjs=False, full_html=False, div_id="noise-chart") if any(r["perturbation"] == "noise" for r in payload["rows"]) else ""
+    partial = (f'<p class="warn">Partial: {payload["probes_missing"]} probes of this run are not in its checkpoint yet; the table '
+               'and gates cover the others only.</p>' if payload.get("probes_missing") else "")
     return (f'<!doctype html><html><head><meta charset="utf-8"><title>Keel robustness {esc(payload.get("stamp", ""))}</title>'
             f'<style>{CSS}td{{overflow-wrap:anywhere}}</style><script src="{esc(plotly_js)}"></script></head><body>'
             f'<h1>Robustness</h1><p>{esc(payload["golden_path"])} · {payload["n_items"]} items · '
             f'{payload["n_probes"]} probes · mode {esc(payload["mode"])} {esc(payload["model"])} · seed {payload["seed"]} · {esc(payload["created_at"])}</p>'
-            f'<div class="gate {"pass" if g["passed"] else "fail"}">gate {"passed" if g["passed"] else "FAILED"}</div>'
+            f'<div class="gate {"pass" if g["passed"] else "fail"}">gate {"passed" if g["passed"] else "FAILED"}</div>{partial}'
             f'<h2>Gates</h2><table><tr><th>gate</th><th>bound</th><th>value</th><th></th></tr>{checks}</table>'
             f'<h2>Perturbation × metric</h2><table><tr><th>perturbation</th><th>param</th><th>metric</th><th>n</th><th>clean</th>'
             f'<th>perturbed</th><th>delta</th><th>95% CI of delta</th></tr>{tab}</table>{fig}'
@@ -557,6 +564,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--report-dir", default="reports", help="where robustness-<stamp>.json/.html and robustness-latest.* go")
     p.add_argument("--checkpoint", metavar="FILE", help="append each scored probe to FILE (JSON lines) and skip the probes it "
                    "already holds: resume a stopped run, or run the perturbations in pieces")
+    p.add_argument("--from-checkpoint", action="store_true", help="ask nothing: report the probes the --checkpoint file holds "
+                   "(a long run's figures so far)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     return p
 
@@ -573,12 +582,14 @@ def format_table(res:RobustnessResult) -> str:
 
 def _run(a, make_ctx) -> int:
     perts = parse_perturbations(a.perturbations)
+    if a.from_checkpoint and not a.checkpoint: raise InputError("--from-checkpoint needs --checkpoint FILE", fix="name the checkpoint file")
     if a.limit is not None and a.limit < 1:
         raise InputError(f"--limit {a.limit} is not a positive number", fix="give --limit 1 or more")
     answerable(load_golden(a.golden)); read_gates(a.golden)      # invalid input fails before any model is loaded
     res = run_robustness(make_ctx(), a.golden, a.report_dir, perturbations=perts, seed=a.seed, limit=a.limit,
-                         progress=not a.quiet, checkpoint=a.checkpoint)
+                         progress=not a.quiet, checkpoint=a.checkpoint, ask=not a.from_checkpoint)
     print(format_table(res))
+    if res.payload["probes_missing"]: print(f"partial: {res.payload['probes_missing']} probes not in the checkpoint yet")
     print(f"gate: {'passed' if res.gate_passed else 'FAILED'}\nreport: {res.html_path}\njson: {res.json_path}")
     return EXIT_OK if res.gate_passed else EXIT_FAILED
 
