@@ -364,8 +364,10 @@ def run_agent_eval(ctx, # an AppContext (llm, con, ledger, log, retriever, inges
     earlier = [(str(p), load_agent_run(p)) for p in resume or []]
     seen = {r["id"] for _, p in earlier for r in p["items"]}
     todo = [t for t in tasks if t.id not in seen]
-    model = str(getattr(ctx.llm, "name", "")) if todo else next((p["model"] for _, p in earlier if p.get("model")), "")
-    config = run_config(tasks_path, ctx.settings.llm_backend, model, tool_mode, max_steps)
+    first = lambda k: next((p[k] for _, p in earlier if p.get(k)), None)    # a merge takes these from its runs
+    model = str(getattr(ctx.llm, "name", "")) if todo else first("model") or ""
+    backend = ctx.settings.llm_backend if todo else first("backend") or ctx.settings.llm_backend
+    config = run_config(tasks_path, backend, model, tool_mode, max_steps)
     done = reuse_rows(earlier, config)
     baseline = load_agent_baseline(baseline_path, config)          # a mismatch fails before any model call
     now = dt.datetime.now(dt.timezone.utc)
