@@ -130,13 +130,16 @@ def features(query:str, # the question
 def fit_logistic(X:np.ndarray, # (n, d) standardised features
                  y:np.ndarray, # (n,) labels 0/1
                  l2:float=1.0, # penalty on the weights (not the bias)
-                 iters:int=100) -> tuple[np.ndarray, float]:
+                 iters:int=100,
+                 prior:np.ndarray|None=None # weights the penalty pulls towards (default: zero)
+                ) -> tuple[np.ndarray, float]:
     "Weights and bias of a penalised logistic regression (Newton's method; deterministic)."
     X1 = np.hstack([X, np.ones((len(X), 1))])
-    w, pen = np.zeros(X1.shape[1]), np.diag([l2] * X.shape[1] + [0.0])
+    w0 = np.append(np.zeros(X.shape[1]) if prior is None else np.asarray(prior, float), 0.0)
+    w, pen = w0.copy(), np.diag([l2] * X.shape[1] + [0.0])
     for _ in range(iters):
         p = 1 / (1 + np.exp(-np.clip(X1 @ w, -30, 30)))
-        step = np.linalg.solve(X1.T @ (X1 * (p * (1 - p))[:, None]) + pen + 1e-9 * np.eye(len(w)), X1.T @ (p - y) + pen @ w)
+        step = np.linalg.solve(X1.T @ (X1 * (p * (1 - p))[:, None]) + pen + 1e-9 * np.eye(len(w)), X1.T @ (p - y) + pen @ (w - w0))
         w -= step
         if np.abs(step).max() < 1e-10: break
     return w[:-1], float(w[-1])
@@ -208,16 +211,20 @@ def fit_calibration(rows:list[dict], # feature dicts with `label`
                     target_false_answer:float=0.10,
                     l2:float=1.0,
                     features:Sequence[str]=FEATURES,
+                    prior:Calibration|None=None, # refit towards this one: its features, centring, scaling and weights
                     **meta) -> Calibration:
     "A calibration fitted on `rows`, its threshold chosen for the target on the same rows."
+    if prior is not None: features = list(prior.weights)
     X = np.array([[float(r[f]) for f in features] for r in rows]); y = np.array([int(r["label"]) for r in rows])
-    mu, sd = X.mean(0), X.std(0); sd[sd < 1e-9] = 1.0
-    w, b = fit_logistic((X - mu) / sd, y, l2)
+    if prior is None: mu, sd = X.mean(0), X.std(0); sd[sd < 1e-9] = 1.0
+    else: mu, sd = np.array([prior.center[f] for f in features]), np.array([prior.scale[f] for f in features])
+    w, b = fit_logistic((X - mu) / sd, y, l2, prior=None if prior is None else [prior.weights[f] for f in features])
     cal = Calibration({f: float(x) for f, x in zip(features, w)}, {f: float(x) for f, x in zip(features, mu)},
                       {f: float(x) for f, x in zip(features, sd)}, b, 0.5, target_false_answer, **meta)
     p = [cal.probability(r) for r in rows]
     op = operating_point(p, y, target_false_answer)
     return Calibration(**{**cal.to_dict(), "threshold": op["threshold"], "measured": dict(auc=roc_auc(p, y), n=len(rows), **op)})
+
 
 # %% ../nbs/13a_answerability.ipynb #42bc290f
 CALIBRATION_FILE = "calibration.json"
