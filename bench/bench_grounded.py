@@ -10,7 +10,8 @@ sets, answers saved with the passages they were given so every figure can be rec
 Per set: answers that hit the output limit, answers that repeat a sentence, must_include (golden), yes/no/maybe
 accuracy (pubmedqa, read from the answer by `verdict_of`), token F1 and answer recall against the reference, the
 share of answer sentences supported by the passages they cite, unsupported figures, how the answer was produced,
-model-cited rate, p50/p95 latency. Timings come from a machine shared with other work: noisy. Nothing is asserted.
+model-cited rate, p50/p95 latency over all questions and over those the model was asked (the gate refuses the
+others in milliseconds). Timings come from a machine shared with other work: noisy. Nothing is asserted.
 
     .venv/bin/python bench/bench_grounded.py run --set golden --out bench/.cache/golden-after.json
     .venv/bin/python bench/bench_grounded.py run --set pubmedqa --n 16 --out bench/.cache/pubmedqa-after.json
@@ -198,8 +199,14 @@ def score(path:Path) -> dict:
                hit_limit=sum(r["output_tokens"] >= lim - 1 for r in rows), repeats_itself=sum(_repeats(r["answer"]) for r in rows),
                refused_answerable=sum(r["refused"] for r in ans),
                latency_p50_s=percentile([r["latency_ms"] / 1000 for r in rows], 50), latency_p95_s=percentile([r["latency_ms"] / 1000 for r in rows], 95))
+    called = [r["latency_ms"] / 1000 for r in rows if r["output_tokens"] > 0]     # the model was asked (the gate let it through)
+    if called: out.update(model_answers=len(called), model_latency_p50_s=percentile(called, 50), model_latency_p95_s=percentile(called, 95))
     mi = [r for r in ans if r["must_include"]]
-    if mi: out["must_include"] = sum(not r["refused"] and all(m.lower() in r["answer"].lower() for m in r["must_include"]) for r in mi) / len(mi)
+    ok = lambda r: not r["refused"] and all(m.lower() in r["answer"].lower() for m in r["must_include"])
+    if mi: out["must_include"] = sum(map(ok, mi)) / len(mi)
+    for split in ("tune", "heldout"):
+        part = [r for r in mi if r.get("split") == split]
+        if part: out[f"must_include_{split}"] = f"{sum(map(ok, part))}/{len(part)}"
     if any("decision" in r for r in rows): out["yes_no_maybe_acc"] = sum(verdict_of(r["answer"]) == r["decision"] for r in ans) / len(ans)
     out["model_cited_rate"] = sum(any(not c["inferred"] for c in r["citations"]) for r in answered) / max(1, len(answered))
     from keel.evals.grounding import token_f1, answer_recall, groundedness

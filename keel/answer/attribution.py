@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 # %% auto #0
-__all__ = ['CITE_MARK', 'THRESHOLDS', 'terms', 'sentences', 'figures', 'names', 'words', 'coverage', 'missing', 'Thresholds',
-           'supports', 'answer_sentences', 'Attributed', 'attribute', 'rebuild']
+__all__ = ['CITE_MARK', 'THRESHOLDS', 'terms', 'sentences', 'figures', 'names', 'words', 'coverage', 'statements', 'context',
+           'stated', 'missing', 'Thresholds', 'supports', 'answer_sentences', 'Attributed', 'attribute', 'rebuild']
 
 # %% ../../nbs/30a_answer_attribution.ipynb #877121af
 _STOP = set("a an and are as at be by can do does for from has have how i if in is it its may must of on or shall should "
@@ -75,13 +75,41 @@ def coverage(sentence:str, # an answer sentence
     want = set(terms(CITE_MARK.sub(" ", sentence)))
     return len(want & set(terms(passage))) / len(want) if want else 0.0
 
+def statements(text:str) -> list[str]:
+    "The sentences of a passage with wrapped lines joined; a table row (a line with `|`) or a heading is one statement."
+    out, buf = [], []
+    def flush():
+        if buf: out.extend(sentences(" ".join(buf))); buf.clear()
+    for line in text.splitlines():
+        s = line.strip()
+        if not s or "|" in s or s.startswith("#"):
+            flush()
+            if s: out.append(s)
+        else: buf.append(s)
+    flush()
+    return out
+
+_UNITS = set(terms("day days week weeks month months year years hour hours minute minutes second seconds business working "
+                   "calendar per cent percent dollar dollars within least most more less than up after before about over under"))
+
+def context(text:str) -> set[str]:
+    "The content words of `text` that are neither figures nor units: what its figures are about."
+    return {t for t in terms(CITE_MARK.sub(" ", text)) if not re.search(r"\d", t) and t not in _NUM_WORDS and t not in _UNITS}
+
+def stated(figure:str, # a normalised figure (`figures`)
+           sentence:str, # the answer sentence that gives it
+           passages:list[str] # the passages it cites
+          ) -> bool:
+    "Whether a passage states `figure` in a sentence about what `sentence` is about (one shared context word)."
+    want = context(sentence)
+    return any(figure in figures(s) and (not want or want & context(s)) for p in passages for s in statements(p))
+
 def missing(sentence:str, # an answer sentence
             passages:list[str] # the passages it cites
            ) -> list[str]:
-    "The figures and names of `sentence` that occur in none of `passages`."
-    figs = set().union(*(figures(p) for p in passages)) if passages else set()
+    "The figures of `sentence` no cited passage states about the same thing, and its names that occur in none of them."
     ws = set().union(*(words(p) for p in passages)) if passages else set()
-    return sorted(f for f in figures(sentence) if f not in figs) + sorted(n for n in names(sentence) if n not in ws)
+    return sorted(f for f in figures(sentence) if not stated(f, sentence, passages)) + sorted(n for n in names(sentence) if n not in ws)
 
 # %% ../../nbs/30a_answer_attribution.ipynb #70546c89
 @dataclass(frozen=True)

@@ -10,16 +10,17 @@ from collections import Counter
 from dataclasses import replace as dc_replace
 from fastcore.basics import patch
 from ..errors import KeelError, InputError, ModelError
-from ..providers.base import ChunkHit, ChatResult, ChatMessage, allowed, first_repeat
+from ..providers.base import ChunkHit, ChatResult, ChatMessage, allowed, first_repeat, count_tokens
 from .types import User, Citation, Answer
-from .attribution import terms, sentences, attribute, rebuild
-from .prompts import (REFUSAL, Prompt, build_prompt, is_refusal, is_bare_citation, strip_scaffolding,
+from .attribution import terms, sentences, statements, figures, attribute, rebuild
+from .prompts import (REFUSAL, Prompt, build_prompt, fit_prompt, is_refusal, is_bare_citation, strip_scaffolding,
                                  citation_numbers, CITE_RE, clean_source)
 from .jsonschema import validate
 
 # %% auto #0
-__all__ = ['best_sentence', 'citation_for', 'resolve_citations', 'infer_citations', 'extract', 'AnswerEngine', 'model_location',
-           'parse_json_reply', 'digest', 'format_answer']
+__all__ = ['best_sentence', 'citation_for', 'resolve_citations', 'infer_citations', 'ranked_sentences', 'extract', 'quantities',
+           'says_nothing', 'repair_focus', 'AnswerEngine', 'model_location', 'lead_sentence', 'parse_json_reply',
+           'digest', 'format_answer']
 
 # %% ../../nbs/31_answer_engine.ipynb #d7dbe3fc
 def best_sentence(text:str, # the passage
@@ -57,28 +58,69 @@ def infer_citations(text:str, hits:list[ChunkHit], most:int=2) -> list[Citation]
     return [citation_for(n, hits[n - 1], text, inferred=True) for n in ns]
 
 # %% ../../nbs/31_answer_engine.ipynb #713b5faa
-def extract(question:str, # the user's question
-            hits:list[ChunkHit], # the permitted passages, numbered in this order
-            most:int=2, # sentences kept at most
-            k1:float=1.2, b:float=.75) -> tuple[str, list[int]]:
-    "The best-supported sentences for `question`, cited `[n]`, and the source numbers used; ('', []) when none match."
+def ranked_sentences(question:str, # the user's question
+                     hits:list[ChunkHit], # the permitted passages, numbered in this order
+                     k1:float=1.2, b:float=.75) -> list[tuple[float, int, str]]:
+    "(score, source number, sentence) for every sentence of `hits` sharing a content word with `question`, best first."
     sents, seen = [], set()
     for n, h in enumerate(hits, 1):
-        for i, s in enumerate(sentences(h.text)):
+        for i, s in enumerate(statements(h.text)):
             key = " ".join(s.lower().split())
             if key not in seen: seen.add(key); sents.append((n, i, s, terms(s)))
     q = set(terms(question))
-    if not sents or not q: return "", []
+    if not sents or not q: return []
     df = Counter(t for *_, ts in sents for t in set(ts))
     avg = sum(len(ts) for *_, ts in sents) / len(sents) or 1
     def score(ts):
         tf = Counter(ts)
         return sum(math.log(1 + (len(sents) - df[t] + .5) / (df[t] + .5)) * tf[t] * (k1 + 1) / (tf[t] + k1 * (1 - b + b * len(ts) / avg))
                    for t in q if t in tf)
-    ranked = sorted(((score(ts) + .1 * hits[n - 1].relevance if q & set(ts) else 0, -n, -i, s, n) for n, i, s, ts in sents), reverse=True)
-    if ranked[0][0] <= 0: return "", []
+    ranked = sorted(((score(ts) + .1 * hits[n - 1].relevance, -n, -i, s, n) for n, i, s, ts in sents if q & set(ts)), reverse=True)
+    return [(r[0], r[-1], " ".join(r[3].split()).rstrip()) for r in ranked]
+
+def extract(question:str, # the user's question
+            hits:list[ChunkHit], # the permitted passages, numbered in this order
+            most:int=2 # sentences kept at most
+           ) -> tuple[str, list[int]]:
+    "The best-supported sentences for `question`, cited `[n]`, and the source numbers used; ('', []) when none match."
+    ranked = ranked_sentences(question, hits)
+    if not ranked or ranked[0][0] <= 0: return "", []
     keep = [r for r in ranked[:most] if r[0] >= .6 * ranked[0][0]]
-    return " ".join(f"{' '.join(s.split()).rstrip()} [{n}]" for *_, s, n in keep), sorted({r[-1] for r in keep})
+    return " ".join(f"{s} [{n}]" for _, n, s in keep), sorted({n for _, n, _ in keep})
+
+# %% ../../nbs/31_answer_engine.ipynb #25bdf53e
+_IDENT = re.compile(r"\b[A-Za-z]+[-/]?\d[\w-]*")
+_ASKS_AMOUNT = re.compile(r"\b(?:how (?:many|much|long|often|soon|quickly|far|old|large|big)|when|within what|up to what|"
+                          r"what (?:is |are |was )?(?:the )?(?:\w+ )?(?:amount|percentage|rate|fee|cost|price|limit|number|age|date|time|year|deadline|range))\b", re.I)
+
+def quantities(text:str) -> set[str]:
+    "The figures of `text` that are amounts, not parts of identifiers such as form PR-02 or policy FIN-07."
+    return figures(_IDENT.sub(" ", text))
+
+def _question_cover(question:str, s:str) -> float:
+    "The share of the question's content words that sentence `s` contains."
+    q = set(terms(question))
+    return len(q & set(terms(CITE_RE.sub(" ", s)))) / len(q) if q else 0.0
+
+def says_nothing(question:str, text:str) -> bool:
+    "Whether `text` has no content word the question lacks: it restates the question instead of answering it."
+    return set(terms(CITE_RE.sub(" ", text))) <= set(terms(question))
+
+def repair_focus(question:str, # the user's question
+                 text:str, # the checked answer, with [n] markers
+                 hits:list[ChunkHit], # the sources as numbered in the prompt
+                 reach:int=3 # sentences searched for the figure when the question asks for an amount
+                ) -> tuple[str, bool]:
+    "`text` with the focus sentence's key figures restored when it lacks them, and whether it changed."
+    ranked, asked = ranked_sentences(question, hits), quantities(question)
+    if not ranked: return text, False
+    pool = [r for r in ranked[:reach if _ASKS_AMOUNT.search(question) else 1] if r[0] >= .6 * ranked[0][0]]
+    focus = next(((s, n) for _, n, s in pool if quantities(s) - asked), None)
+    if focus is None: return text, False
+    key, bar, ss = quantities(focus[0]) - asked, _question_cover(question, focus[0]), sentences(text)
+    if any(quantities(s) & key and _question_cover(question, s) >= bar for s in ss): return text, False
+    kept = [s for s in ss if not quantities(s) or _question_cover(question, s) >= bar]
+    return " ".join(kept + [f"{focus[0]} [{focus[1]}]"]), True
 
 # %% ../../nbs/31_answer_engine.ipynb #15e2d36c
 class AnswerEngine:
@@ -140,6 +182,29 @@ def _generate(self:AnswerEngine, prompt:Prompt, schema=None, temperature:float|N
     wall = (time.perf_counter() - t0) * 1000
     return res, _provider_timings(res, self.llm) or {"generation_ms": wall}
 
+# %% ../../nbs/31_answer_engine.ipynb #1c654a75
+def _counter_name(llm) -> str:
+    "Who counts `llm`'s tokens: the backend's own `token_counter`, `model` for a backend that counts, else `estimate`."
+    return getattr(llm, "token_counter", None) or ("model" if callable(getattr(llm, "count_tokens", None)) else "estimate")
+
+def lead_sentence(question:str, hits:list[ChunkHit]) -> str|None:
+    "The sentence of `hits` that best matches `question`, cited `[n]`: the prompt shows it just before the question."
+    ranked = ranked_sentences(question, hits)
+    return f"{ranked[0][2]} [{ranked[0][1]}]" if ranked else None
+
+@patch
+def _fit(self:AnswerEngine, question:str, hits:list[ChunkHit], lead:bool=False, **kw) -> tuple[Prompt, list[ChunkHit], dict]:
+    "The prompt for `question` within the model's context window (with the lead sentence when `lead`), the hits it uses, and the budget record."
+    window = getattr(self.llm, "n_ctx", None) or self.settings.llm_context
+    budget = window - self.settings.max_output_tokens
+    p, used, n = fit_prompt(question, hits, self.llm.prompt_style, lambda t: count_tokens(self.llm, t), budget,
+                            lead_for=(lambda hs: lead_sentence(question, hs)) if lead else None, **kw)
+    if n > budget:
+        raise InputError(f"the question and instructions take {n} tokens, more than the {budget} the model's context window of "
+                         f"{window} leaves after {self.settings.max_output_tokens} for the reply",
+                         fix="ask a shorter question, or raise KEEL_LLM_CONTEXT")
+    return p, used, dict(tokens=n, budget=budget, passages=len(used), of=len(hits), counter=_counter_name(self.llm))
+
 # %% ../../nbs/31_answer_engine.ipynb #699d4588
 @patch
 def vectors(self:AnswerEngine, hits:list[ChunkHit]) -> tuple:
@@ -155,18 +220,22 @@ def vectors(self:AnswerEngine, hits:list[ChunkHit]) -> tuple:
 
 @patch
 def _ground(self:AnswerEngine, text:str, question:str, hits:list[ChunkHit], looped:bool) -> tuple[str, list[Citation], bool, str]:
-    "Keep the supported sentences of `text` with their supporting citations, or fall back to the extractive answer."
+    "Keep the supported sentences of `text` with their supporting citations and the key figure, or fall back to the extractive answer."
     text, _ = resolve_citations(text, hits)
     atts = attribute(text, [h.text for h in hits], *self.vectors(hits))
     new, how = rebuild(atts)
+    if new and says_nothing(question, new): new = ""           # a restated question answers nothing
     if not new:
         new, _ = extract(question, hits)
         if not new: return REFUSAL, [], True, "extractive_fallback"
         how = "extractive_fallback"
+    else:
+        new, focused = repair_focus(question, new, hits)
+        if focused or looped: how = "repaired"
     written = {n for a in atts for n in a.written}
     new, cites = resolve_citations(new, hits)
     cites = [dc_replace(c, inferred=how == "extractive_fallback" or c.n not in written) for c in cites]
-    return new, cites, False, "repaired" if how == "generated" and looped else how
+    return new, cites, False, how
 
 @patch
 def _read_reply(self:AnswerEngine, raw:str, question:str, hits:list[ChunkHit]) -> tuple[str, list[Citation], bool, str]:
@@ -283,16 +352,17 @@ def _add_usage(a:Answer, res:ChatResult, tm:dict):
 
 @patch
 def _generative(self:AnswerEngine, question, user, hits, a:Answer, t0) -> Answer:
-    style = self.llm.prompt_style
-    res, tm = self._generate(build_prompt(question, hits, style))
+    prompt, hits, budget = self._fit(question, hits)
+    res, tm = self._generate(prompt)
     _add_usage(a, res, tm)
     retried = is_bare_citation(strip_scaffolding(res.content))
     if retried:
-        res, tm = self._generate(build_prompt(question, hits, style, firm=True))
+        prompt, hits, budget = self._fit(question, hits, firm=True)
+        res, tm = self._generate(prompt)
         _add_usage(a, res, tm)
     a.text, a.citations, a.refused, a.produced_by = self._read_reply(res.content, question, hits)
     reason = "model refused" if a.produced_by == "refusal" else "nothing supported, nothing to extract" if a.refused else None
-    return self._finish(a, user, question, t0, dict(reason=reason, retried=retried,
+    return self._finish(a, user, question, t0, dict(reason=reason, retried=retried, prompt_budget=budget,
                                                     model_cited=any(not c.inferred for c in a.citations)))
 
 @patch
@@ -304,9 +374,10 @@ def _extractive(self:AnswerEngine, question, user, hits, a:Answer, t0) -> Answer
 
 @patch
 def _json(self:AnswerEngine, question, user, hits, schema, a:Answer, t0) -> Answer:
-    style, errs, tries = self.llm.prompt_style, None, 0
+    errs, tries = None, 0
     for tries in (1, 2):
-        res, tm = self._generate(build_prompt(question, hits, style, schema=schema, errors=errs), schema=schema)
+        prompt, hits, budget = self._fit(question, hits, schema=schema, errors=errs)
+        res, tm = self._generate(prompt, schema=schema)
         _add_usage(a, res, tm)
         data, errs = parse_json_reply(res.content, schema)
         if not errs: break
@@ -315,7 +386,7 @@ def _json(self:AnswerEngine, question, user, hits, schema, a:Answer, t0) -> Answ
     else:
         a.data = data
         a.citations = [citation_for(n, hits[n - 1], a.text) for n in citation_numbers(a.text) if 1 <= n <= len(hits)]
-    return self._finish(a, user, question, t0, dict(reason=None, attempts=tries, schema_errors=errs[:5] if errs else []))
+    return self._finish(a, user, question, t0, dict(reason=None, attempts=tries, schema_errors=errs[:5] if errs else [], prompt_budget=budget))
 
 # %% ../../nbs/31_answer_engine.ipynb #2dcbde69
 def format_answer(a:Answer) -> str:

@@ -5,13 +5,14 @@
 # %% ../../nbs/30_answer_prompts.ipynb #361eb369
 from __future__ import annotations
 import re, json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Callable
 from ..providers.base import ChatMessage, ChunkHit
 
 # %% auto #0
 __all__ = ['REFUSAL', 'RULES', 'FIRMER', 'EXAMPLE', 'STOP', 'CITE_RE', 'clean_source', 'source_label', 'format_sources',
-           'completion_prompt', 'chat_messages', 'json_prompt', 'json_messages', 'Prompt', 'build_prompt', 'is_refusal',
-           'is_bare_citation', 'strip_scaffolding', 'citation_numbers']
+           'completion_prompt', 'chat_messages', 'json_prompt', 'json_messages', 'Prompt', 'build_prompt', 'fit_prompt',
+           'is_refusal', 'is_bare_citation', 'strip_scaffolding', 'citation_numbers']
 
 # %% ../../nbs/30_answer_prompts.ipynb #b82bf599
 REFUSAL = "I can't answer that from the documents available to you."
@@ -54,23 +55,28 @@ EXAMPLE = ("Sources:\n"
            "Answer: Airport taxis are reimbursed up to $80 [2].")
 STOP = ["\n\n", "\n[", "\nSources:", "\nQuestion:", "<end_of_turn>", "<eos>"]
 
+def _lead_line(lead:str|None) -> str:
+    return f"Most relevant: {' '.join(lead.split())}\n" if lead else ""
+
 def completion_prompt(question:str, # the user's question
                       hits:list[ChunkHit], # the sources, numbered in this order
-                      firm:bool=False # add the firmer sentence (retry after a bare citation)
+                      firm:bool=False, # add the firmer sentence (retry after a bare citation)
+                      lead:str|None=None # the sources' sentence that best matches the question, cited `[n]`
                      ) -> str:
     "The completion-form prompt for a base model."
     rules = RULES + (" " + FIRMER if firm else "")
-    return f"{rules}\n\n{EXAMPLE}\n\nSources:\n{format_sources(hits)}\nQuestion: {' '.join(question.split())}\nAnswer:"
+    return f"{rules}\n\n{EXAMPLE}\n\nSources:\n{format_sources(hits)}\n{_lead_line(lead)}Question: {' '.join(question.split())}\nAnswer:"
 
 # %% ../../nbs/30_answer_prompts.ipynb #cdead61f
 def chat_messages(question:str, # the user's question
                   hits:list[ChunkHit], # the sources, numbered in this order
-                  firm:bool=False # add the firmer sentence (retry after a bare citation)
+                  firm:bool=False, # add the firmer sentence (retry after a bare citation)
+                  lead:str|None=None # the sources' sentence that best matches the question, cited `[n]`
                  ) -> list[ChatMessage]:
     "System and user messages for a chat model."
     rules = RULES + (" " + FIRMER if firm else "")
     return [ChatMessage("system", rules),
-            ChatMessage("user", f"Sources:\n{format_sources(hits)}\n\nQuestion: {' '.join(question.split())}")]
+            ChatMessage("user", f"Sources:\n{format_sources(hits)}\n\n{_lead_line(lead)}Question: {' '.join(question.split())}")]
 
 # %% ../../nbs/30_answer_prompts.ipynb #0e47d102
 def _json_rules(schema, errors:list[str]|None) -> str:
@@ -107,14 +113,42 @@ def build_prompt(question:str, # the user's question
                  style:str, # the model's `prompt_style`: "completion" or "chat"
                  firm:bool=False, # the retry after a bare citation
                  schema:dict|None=None, # JSON mode: the caller's schema
-                 errors:list[str]|None=None # JSON mode: validation errors of the previous attempt
+                 errors:list[str]|None=None, # JSON mode: validation errors of the previous attempt
+                 lead:str|None=None # the sources' sentence that best matches the question, shown before it
                 ) -> Prompt:
     "The prompt for `question` over `hits` in the form the model expects."
     if style not in ("completion", "chat"): raise ValueError(f"unknown prompt style {style!r}")
     if style == "chat":
-        return Prompt("chat", messages=json_messages(question, hits, schema, errors) if schema is not None else chat_messages(question, hits, firm))
+        return Prompt("chat", messages=json_messages(question, hits, schema, errors) if schema is not None else chat_messages(question, hits, firm, lead))
     if schema is not None: return Prompt("completion", text=json_prompt(question, hits, schema, errors))
-    return Prompt("completion", text=completion_prompt(question, hits, firm), stop=STOP)
+    return Prompt("completion", text=completion_prompt(question, hits, firm, lead), stop=STOP)
+
+# %% ../../nbs/30_answer_prompts.ipynb #43628ebc
+def fit_prompt(question:str, # the user's question
+               hits:list[ChunkHit], # the sources, best first
+               style:str, # "completion" or "chat"
+               count:Callable[[str], int], # text -> tokens in the model's vocabulary
+               budget:int, # tokens the prompt may take: the context window minus the reply's
+               per_message:int=8, # template tokens counted per chat message
+               lead_for:Callable|None=None, # hits -> the `lead` sentence for a prompt over them
+               **kw # `firm`, `schema`, `errors`, as `build_prompt` takes them
+              ) -> tuple[Prompt, list[ChunkHit], int]:
+    "The prompt over as many leading `hits` as fit `budget`, the hits it uses, and its token count."
+    def measure(hs):
+        p = build_prompt(question, hs, style, **(dict(kw, lead=lead_for(hs)) if lead_for else kw))
+        return p, count(p.render()) + (per_message * len(p.messages) if p.style == "chat" else 0)
+    k = len(hits)
+    p, n = measure(hits)
+    while n > budget and k > 1:
+        k -= 1
+        p, n = measure(hits[:k])
+    if n <= budget or not hits: return p, hits[:k], n
+    text = clean_source(hits[0].text)
+    while n > budget and text:
+        text = text[:int(len(text) * min(.9, budget / n))].rsplit(" ", 1)[0] if " " in text else ""
+        h = replace(hits[0], text=text + " ..." if text else "")
+        p, n = measure([h])
+    return p, [h], n
 
 # %% ../../nbs/30_answer_prompts.ipynb #554a55cc
 _REFUSAL_RE = re.compile(r"^\W*(?:i\s+(?:can(?:no|')?t|can\s+not|am\s+(?:not\s+able|unable)\s+to|do\s+not|don't)\s+(?:answer|say|tell|find|know|help)"

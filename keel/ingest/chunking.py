@@ -6,6 +6,7 @@
 from __future__ import annotations
 import re
 from dataclasses import dataclass
+from typing import Callable
 from ..errors import InputError
 from .loaders import LoadedDocument, Page
 
@@ -128,17 +129,28 @@ def _page_chunks(text, stack, size, overlap):
     return out
 
 # %% ../../nbs/11_ingest_chunking.ipynb #64e7d4e7
+def _refit(text:str, c:Chunk, overlap:int, too_long:Callable) -> list[Chunk]:
+    "Chunk `c` split again, in halves and halves of halves, until `too_long` passes every piece."
+    if c.end - c.start <= 1: return [c]
+    size = (c.end - c.start + 1) // 2
+    pieces = [Chunk(0, text[a:b], c.heading, c.page, a, b) for a, b in pack(units(text, c.start, c.end, size), size, min(overlap, size // 4))]
+    if len(pieces) == 1 and (pieces[0].start, pieces[0].end) == (c.start, c.end): return pieces
+    return [q for p, long in zip(pieces, too_long(pieces)) for q in (_refit(text, p, overlap, too_long) if long else [p])]
+
 def chunk_document(doc:LoadedDocument, # a loaded document
                    chunk_size:int=800, # characters per chunk, at most
-                   chunk_overlap:int=120 # characters carried into the next chunk, about
+                   chunk_overlap:int=120, # characters carried into the next chunk, about
+                   too_long:Callable[[list[Chunk]], list[bool]]|None=None # which chunks exceed the embedding model's token limit
                   ) -> list[Chunk]:
-    "Split `doc` into chunks under their heading paths, each an exact span of its page's text."
+    "Split `doc` into chunks under their heading paths, each an exact span of its page's text (and within the token limit)."
     if chunk_size < 1: raise InputError(f"chunk_size must be at least 1, got {chunk_size}", fix="use a positive chunk size")
     if not 0 <= chunk_overlap < chunk_size:
         raise InputError(f"chunk_overlap must be at least 0 and below chunk_size ({chunk_size}), got {chunk_overlap}",
                          fix="lower chunk_overlap")
     out, stack = [], []
     for page in doc.pages:
-        for path, a, b in _page_chunks(page.text, stack, chunk_size, chunk_overlap):
-            out.append(Chunk(len(out), page.text[a:b], path, page.number, a, b))
+        cs = [Chunk(0, page.text[a:b], path, page.number, a, b) for path, a, b in _page_chunks(page.text, stack, chunk_size, chunk_overlap)]
+        if too_long and cs: cs = [q for c, long in zip(cs, too_long(cs)) for q in (_refit(page.text, c, chunk_overlap, too_long) if long else [c])]
+        out += cs
+    for i, c in enumerate(out): c.ord = i
     return out

@@ -109,6 +109,18 @@ def _embed(self:Ingestor, texts:list[str]) -> np.ndarray:
     return vecs
 Ingestor._verdict, Ingestor._embed = _verdict, _embed
 
+# %% ../../nbs/12_ingest_pipeline.ipynb #b72255d8
+def _too_long(self:Ingestor, doc:LoadedDocument) -> Callable|None:
+    "Which chunks of `doc` the embedding model would cut short (counted in its tokens, title and heading included); None when it cannot count."
+    count, limit = getattr(self.embeddings, "count_tokens", None), getattr(self.embeddings, "max_tokens", None)
+    if count is None or not limit: return None
+    return lambda chunks: [n > limit for n in count([embed_text(doc, c) for c in chunks])]
+
+def _chunks(self:Ingestor, doc:LoadedDocument) -> list[Chunk]:
+    "The chunks of `doc` at the configured sizes, each within the embedding model's token limit."
+    return chunk_document(doc, self.settings.chunk_size, self.settings.chunk_overlap, too_long=self._too_long(doc))
+Ingestor._too_long, Ingestor._chunks = _too_long, _chunks
+
 # %% ../../nbs/12_ingest_pipeline.ipynb #cd873a94
 def _store(self:Ingestor, doc, tags, chunks, flags, vecs, request_id) -> tuple[int, list[int], list[int], int|None]:
     "Write the document, its chunks and the ledger row in one transaction; returns (doc id, new ids, old ids, replaced id)."
@@ -199,7 +211,7 @@ def ingest_path(self:Ingestor, source:str|Path, # a file path or an http(s) URL
             raise ModelError(f"the vector index holds {self.index.dim}-d vectors but {self.embeddings.name} makes {self.embeddings.dim}-d ones",
                              fix="delete the index files so Keel rebuilds them, or re-ingest with one embedding model")
         res.pii = doc.meta["pii"] = count_pii(doc.text)
-        chunks = chunk_document(doc, self.settings.chunk_size, self.settings.chunk_overlap)
+        chunks = self._chunks(doc)
         flags = [self._verdict(c.text) for c in chunks]
         te = time.perf_counter()
         vecs = self._embed([embed_text(doc, c) for c in chunks])
@@ -296,7 +308,7 @@ def _prepare(self:Ingestor, doc:LoadedDocument, tags:list[str], chunk:bool) -> t
         res.status, res.document_id, res.detail = "duplicate", dup[0], f"{where} (document {dup[0]}); nothing written"
         return res, [], []
     res.pii = doc.meta["pii"] = count_pii(doc.text)           # as `ingest_path` records it
-    chunks = chunk_document(doc, self.settings.chunk_size, self.settings.chunk_overlap) if chunk else whole_chunk(doc)
+    chunks = self._chunks(doc) if chunk else whole_chunk(doc)
     if not chunks: res.error, res.exit_code = "CorruptDocument: no text to index", 5
     return res, chunks, [self._verdict(c.text) for c in chunks]
 Ingestor._prepare = _prepare

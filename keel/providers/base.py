@@ -10,9 +10,10 @@ from typing import Protocol, runtime_checkable, Any, Sequence
 import numpy as np
 
 # %% auto #0
-__all__ = ['ToolCall', 'ChatMessage', 'ToolSpec', 'ChatResult', 'bound_schema', 'tool_schema', 'tool_prompt', 'parse_tool_reply',
-           'ChunkHit', 'LLM', 'Embeddings', 'VectorIndex', 'Reranker', 'effective_tags', 'allowed', 'first_repeat',
-           'check_embeddings', 'check_vector_index', 'check_llm']
+__all__ = ['CHARS_PER_TOKEN', 'ToolCall', 'ChatMessage', 'ToolSpec', 'ChatResult', 'bound_schema', 'tool_schema', 'tool_prompt',
+           'parse_tool_reply', 'ChunkHit', 'LLM', 'Embeddings', 'VectorIndex', 'Reranker', 'estimate_tokens',
+           'count_tokens', 'effective_tags', 'allowed', 'first_repeat', 'check_embeddings', 'check_vector_index',
+           'check_llm']
 
 # %% ../../nbs/05_providers.ipynb #b0d0f67c
 @dataclass
@@ -151,6 +152,18 @@ class Reranker(Protocol):
     "Reorders hits for a query and sets each hit's `relevance` in [0, 1]."
     name: str
     def rerank(self, query:str, hits:list[ChunkHit]) -> list[ChunkHit]: ...
+
+# %% ../../nbs/05_providers.ipynb #6450ab5b
+CHARS_PER_TOKEN = 2.5   # fewer characters per token than any measured text (nbs/06a): an over-estimate
+
+def estimate_tokens(text:str) -> int:
+    "A tokenizer-free estimate of `text`'s tokens that errs high: one per `CHARS_PER_TOKEN` characters, rounded up."
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+def count_tokens(llm, text:str) -> int:
+    "`text`'s tokens for `llm`: the backend's own count (`llm.count_tokens`) where it has one, else `estimate_tokens`."
+    f = getattr(llm, "count_tokens", None)
+    return int(f(text)) if callable(f) else estimate_tokens(text)
 
 # %% ../../nbs/05_providers.ipynb #b2084813
 def effective_tags(tags:Sequence[str]|None) -> list[str]:

@@ -118,6 +118,23 @@ def embed_query(self:FastEmbedEmbeddings, text:str) -> np.ndarray:
     "Embed one query as a (dim,) float32 unit vector."
     return self.embed([text])[0]
 
+# %% ../../nbs/07_embed_fastembed.ipynb #65a9fae8
+@patch(as_prop=True)
+def max_tokens(self:FastEmbedEmbeddings) -> int|None:
+    "The tokens of a text the model reads: `max_length`, else the folder's `sentence_bert_config.json`; None when unknown."
+    return self.max_length or _max_length(self.model_dir)
+
+@patch
+def count_tokens(self:FastEmbedEmbeddings, texts:Sequence[str]) -> list[int]:
+    "Tokens per text as the model's tokenizer splits it (special tokens included, nothing truncated)."
+    if getattr(self, "_counter", None) is None:
+        _check_folder(self.model_dir, self.model_file, "embedding model")
+        from tokenizers import Tokenizer
+        tok = Tokenizer.from_file(str(self.model_dir/"tokenizer.json"))
+        tok.no_truncation(); tok.no_padding()
+        self._counter = tok
+    return [len(e.ids) for e in self._counter.encode_batch(list(texts))]
+
 # %% ../../nbs/07_embed_fastembed.ipynb #fa3b6a82
 class FastEmbedReranker:
     "A `Reranker` running a local cross-encoder ONNX folder through fastembed; relevance = sigmoid(logit)."

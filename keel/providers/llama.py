@@ -113,6 +113,12 @@ def prompt_style(self:LlamaCppLLM) -> str:
     "`chat` when the GGUF carries a chat template, else `completion`."
     return "chat" if self._load().metadata.get("tokenizer.chat_template") else "completion"
 
+# %% ../../nbs/06_llm_llama.ipynb #0d91ca47
+@patch
+def count_tokens(self:LlamaCppLLM, text:str) -> int:
+    "Tokens of `text` as a prompt in this model's vocabulary (BOS included), as `complete` counts them."
+    with self._lock: return len(self._load().tokenize(text.encode("utf-8"), add_bos=True, special=True))
+
 # %% ../../nbs/06_llm_llama.ipynb #79d7aee4
 def _grammar(schema:dict|None):
     "A llama.cpp grammar for a JSON schema, or None."

@@ -11,7 +11,7 @@ import httpx
 import numpy as np
 from fastcore.basics import patch
 from ..errors import ModelError
-from .base import ChatMessage, ChatResult, ToolCall, ToolSpec
+from .base import ChatMessage, ChatResult, ToolCall, ToolSpec, estimate_tokens
 
 # %% auto #0
 __all__ = ['JSON_MODES', 'free_port', 'serve_llama', 'OpenAILLM', 'schema_instruction', 'OpenAIEmbeddings']
@@ -87,6 +87,7 @@ class OpenAILLM:
         self.name = model or self.base_url
         self.json_mode: str|None = None      # the structured-output mode that worked: json_schema, json_object or instruction
         self.has_completions: bool|None = None
+        self.token_counter: str|None = None  # how count_tokens counts: llama-cpp-python, tokenize (llama.cpp, vLLM) or estimate
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(timeout=timeout, headers=headers)
 
@@ -173,6 +174,30 @@ def complete(self:OpenAILLM, prompt:str, *, temperature:float=0.1, max_tokens:in
     return ChatResult(content=data["choices"][0].get("text") or "", prompt_tokens=u.get("prompt_tokens", 0),
                       output_tokens=u.get("completion_tokens", 0), model=data.get("model") or self.name,
                       finish_reason=data["choices"][0].get("finish_reason"))
+
+# %% ../../nbs/06a_llm_openai.ipynb #8312c5f6
+_TOKENIZE = (("llama-cpp-python", "/extras/tokenize/count", lambda t: {"input": t}),
+             ("tokenize", "/tokenize", lambda t: {"content": t, "prompt": t, "add_special": True}))
+
+def _token_count(data) -> int:
+    "The count in a tokenize reply: `count`, else the length of `tokens`."
+    return int(data["count"]) if "count" in data else len(data["tokens"])
+
+@patch
+def count_tokens(self:OpenAILLM, text:str) -> int:
+    "Tokens of `text` for the served model: the server's tokenize endpoint where it has one, else `estimate_tokens`."
+    root = self.base_url[:-3] if self.base_url.endswith("/v1") else self.base_url
+    for name, path, body in _TOKENIZE:
+        if self.token_counter not in (None, name): continue
+        try: r = self._client.post(root + path, json={**body(text), **({"model": self.model} if self.model else {})})
+        except httpx.HTTPError: return estimate_tokens(text)          # unreachable now: nothing learnt about the server
+        if r.status_code < 400:
+            try: n = _token_count(r.json())
+            except (ValueError, KeyError, TypeError): continue
+            self.token_counter = name
+            return n
+    self.token_counter = "estimate"
+    return estimate_tokens(text)
 
 # %% ../../nbs/06a_llm_openai.ipynb #b7ca80c6
 def _pooled(e) -> np.ndarray:
