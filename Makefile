@@ -34,7 +34,8 @@ lab: install
 
 # the notebooks committed with their outputs, executed again in place; model-heavy cells are left out (they say so)
 notebooks: install
-	$(PY) tools/run_notebooks.py nbs/91_ui_base.ipynb nbs/92_ui_chat.ipynb nbs/93_ui_approvals.ipynb nbs/94_ui_dashboard.ipynb nbs/52_evals_retrieval_notebook.ipynb
+	$(PY) tools/run_notebooks.py nbs/91_ui_base.ipynb nbs/92_ui_chat.ipynb nbs/93_ui_approvals.ipynb nbs/94_ui_dashboard.ipynb
+	$(PY) tools/run_notebooks.py --slow nbs/52_evals_retrieval_notebook.ipynb
 	$(PY) tools/run_notebooks.py --slow --skip-text 'answer_mode="generative"' --skip-text 'full.items' nbs/57_evals_notebook.ipynb
 	$(PY) tools/run_notebooks.py nbs/24_safety_report.ipynb
 	$(PY) tools/run_notebooks.py --slow nbs/82_scaleout_guide.ipynb

@@ -9,30 +9,18 @@ Screenshots of each panel go to `reports/ui-*.png` (git-ignored).
 Chromium comes from Debian (`make test` installs it as root when it is missing); without it these tests are skipped,
 with the reason printed.
 """
-import json, os, shutil, socket, secrets, subprocess, sys, time, urllib.request
+import json, sys, time
 from pathlib import Path
-from types import SimpleNamespace
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from labdriver import ROOT, CHROMIUM, LabError, start_lab, launch, run_notebook, open_notebook, with_kernelspec
+
 SHOTS = ROOT/"reports"
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed: `make install` installs the dev requirements")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (`make test` installs it as root; "
                                                           "or `apt-get install chromium`): the browser tests need it")
 NOTEBOOKS = ("92_ui_chat", "93_ui_approvals", "94_ui_dashboard")
-LONG = 240_000   # ms: running a notebook embeds the fixture corpus on a shared 2-core machine
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0)); return s.getsockname()[1]
-
-
-def api(lab, path):
-    "GET a JupyterLab REST path as JSON."
-    req = urllib.request.Request(f"{lab.url}{path}", headers={"Authorization": f"token {lab.token}"})
-    with urllib.request.urlopen(req, timeout=10) as r: return json.loads(r.read())
 
 
 @pytest.fixture(scope="module")
@@ -41,74 +29,20 @@ def lab(tmp_path_factory):
     root = tmp_path_factory.mktemp("lab")
     (root/"nbs").mkdir(); (root/"golden").symlink_to(ROOT/"golden")
     for n in NOTEBOOKS:   # a kernelspec so that JupyterLab starts the kernel without asking
-        nb = json.loads((ROOT/"nbs"/f"{n}.ipynb").read_text())
-        nb["metadata"]["kernelspec"] = dict(name="python3", display_name="Python 3 (ipykernel)", language="python")
+        nb = with_kernelspec(json.loads((ROOT/"nbs"/f"{n}.ipynb").read_text()))
         (root/"nbs"/f"{n}.ipynb").write_text(json.dumps(nb))
         (root/"nbs"/f"saved_{n}.ipynb").write_text(json.dumps(nb))   # opened without running: the committed outputs
-    quiet = root/".settings"/"@jupyterlab"/"apputils-extension"   # no news or update prompts over the panels
-    quiet.mkdir(parents=True); (quiet/"notification.jupyterlab-settings").write_text('{"fetchNews": "false", "checkForUpdates": false}')
-    port, token = free_port(), secrets.token_hex(16)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
-    for k, d in (("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_RUNTIME_DIR", "runtime"), ("JUPYTERLAB_SETTINGS_DIR", "settings"),
-                 ("JUPYTERLAB_WORKSPACES_DIR", "workspaces"), ("IPYTHONDIR", "ipython")): env[k] = str(root/f".{d}")
-    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
-           "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
-           "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
-    log = open(root/"lab.log", "w")
-    proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
-    lab = SimpleNamespace(url=f"http://127.0.0.1:{port}", token=token, root=root, started=time.monotonic())
-    for _ in range(120):
-        if proc.poll() is not None: pytest.fail(f"jupyter lab exited: {(root/'lab.log').read_text()[-2000:]}")
-        try: api(lab, "/api/status"); break
-        except OSError: time.sleep(0.5)
-    else: pytest.fail(f"jupyter lab did not answer within 60 s: {(root/'lab.log').read_text()[-2000:]}")
-    yield lab
-    proc.terminate()
-    try: proc.wait(timeout=20)
-    except subprocess.TimeoutExpired: proc.kill()
-    log.close()
+    try:
+        with start_lab(root) as lab: yield lab
+    except LabError as e: pytest.fail(str(e))
 
 
 @pytest.fixture(scope="module")
 def browser():
     with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"])
+        b = launch(p)
         yield b
         b.close()
-
-
-def kernel_state(lab, name) -> str|None:
-    "The execution state of the kernel of notebook `name` (None before it has one)."
-    for s in api(lab, "/api/sessions"):
-        if s["path"].endswith(f"{name}.ipynb") and s.get("kernel"): return api(lab, f"/api/kernels/{s['kernel']['id']}")["execution_state"]
-    return None
-
-
-def wait_idle(lab, name, timeout=LONG / 1000, settle=3):
-    "Wait until the notebook's kernel has been idle for `settle` consecutive checks."
-    t0, calm = time.monotonic(), 0
-    while time.monotonic() - t0 < timeout:
-        calm = calm + 1 if kernel_state(lab, name) == "idle" else 0
-        if calm >= settle: return
-        time.sleep(0.5)
-    pytest.fail(f"the kernel of {name} was not idle within {timeout:.0f} s")
-
-
-def run_notebook(browser, lab, name):
-    "Open notebook `name` in JupyterLab, wait for an idle kernel, run all cells, wait until they are done; the page."
-    page = browser.new_page(viewport=dict(width=1400, height=2400))   # tall: a whole panel fits in its screenshot
-    page.goto(f"{lab.url}/lab/workspaces/{name}/tree/nbs/{name}.ipynb?reset&token={lab.token}")   # one notebook per workspace
-    page.wait_for_selector(".jp-NotebookPanel .jp-Notebook", timeout=60_000)
-    wait_idle(lab, name)
-    page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
-    page.locator('.lm-Menu-itemLabel:text-is("Run All Cells")').click()
-    page.wait_for_function("""() => { const ps = [...document.querySelectorAll(
-                                 '.jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell .jp-InputArea-prompt')];
-                               return ps.length > 0 && ps.every(p => /\\[\\d+\\]/.test(p.textContent)); }""", timeout=LONG)
-    wait_idle(lab, name)
-    errors = page.locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]').all_inner_texts()
-    assert not [e for e in errors if "Traceback" in e or "Error" in e], errors
-    return page
 
 
 def shot(loc, name):
@@ -146,6 +80,17 @@ def test_chat_panel_answers_public_and_hr_users_and_opens_a_cited_passage(browse
     sync_api.expect(chat.locator(".keel-ledger-rows")).to_contain_text("answer")
     assert chat.locator(".keel-history option").count() >= 5   # three asked by the notebook, two here
     shot(chat, "ui-chat-hr-answer.png")
+    # the notebook's second panel has anywidget chips: the same question, its chip opens the same passage
+    other = page.locator(".keel-chat-anywidget").first
+    other.scroll_into_view_if_needed()
+    other.locator(".keel-user select").select_option("hr")
+    other.locator(".keel-question input").fill(question)
+    other.locator("button.keel-ask").click()
+    sync_api.expect(other.locator(".keel-answer-text")).to_contain_text("92,000", timeout=60_000)
+    other.locator(".keel-anychip button.keel-chip").first.click()
+    sync_api.expect(other.locator(".keel-passage")).to_contain_text("Salary Bands 2026")
+    sync_api.expect(other.locator(".keel-passage mark")).to_be_visible()
+    shot(other, "ui-chat-anywidget-chip.png")
     page.close()
 
 
@@ -197,11 +142,10 @@ def test_dashboard_filters_items_and_shows_an_item(browser, lab):
                                        ("93_ui_approvals", "we have paper")])
 def test_committed_outputs_show_the_panels_without_a_kernel_run(browser, lab, name, text):
     "A reader who opens a panel notebook without running it sees the static pictures saved with it."
-    page = browser.new_page(viewport=dict(width=1400, height=2400))
-    page.goto(f"{lab.url}/lab/workspaces/saved_{name}/tree/nbs/saved_{name}.ipynb?reset&token={lab.token}")
+    page = open_notebook(browser, lab, f"nbs/saved_{name}.ipynb", f"saved_{name}")
     snap = page.locator(".keel-snapshot").first
     sync_api.expect(snap).to_be_visible(timeout=60_000)
-    assert text in " ".join(page.locator(".keel-snapshot").all_inner_texts())
+    assert text in " ".join(page.locator(".keel-snapshot").all_text_contents())   # off-screen cells have no innerText
     assert page.get_by_text("Error displaying widget").count() == 0
     shot(snap, f"ui-saved-{name}.png")
     page.close()

@@ -81,6 +81,7 @@ def ledger_html(rows:list[dict]) -> str:
 # %% ../../nbs/91_ui_base.ipynb #7e43783f
 def snapshot_html(w) -> str:
     "A static HTML picture of a widget tree (the values shown now; nothing is interactive)."
+    if hasattr(w, "snapshot_html"): return w.snapshot_html()   # a widget that draws its own picture (e.g. an anywidget)
     if isinstance(w, W.HTML): return w.value
     if isinstance(w, W.Button): return f'<button disabled class="keel-snap-button">{esc(w.description)}</button> '
     label = f"<small>{esc(w.description)}</small> " if getattr(w, "description", "") else ""

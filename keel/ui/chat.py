@@ -6,13 +6,16 @@
 from __future__ import annotations
 import json, re, threading, time
 import ipywidgets as W
+import anywidget, traitlets
+from ..errors import InputError
 from fastcore.basics import patch
 from ..answer.types import User, Answer, Citation
 from ..providers.base import allowed
 from .base import style, message, spinner, esc, html_table, context_problem, ledger_rows, ledger_html, Snapshot
 
 # %% auto #0
-__all__ = ['USERS', 'parse_tags', 'passage', 'highlight', 'passage_html', 'refusal_reasons', 'refusal_html', 'ChatPanel']
+__all__ = ['USERS', 'CHIP_JS', 'CHIP_CSS', 'CHIPS', 'DEFAULT_CHIP', 'parse_tags', 'passage', 'highlight', 'passage_html',
+           'refusal_reasons', 'refusal_html', 'AnyChip', 'chip', 'ChatPanel']
 
 # %% ../../nbs/92_ui_chat.ipynb #17de5b24
 USERS = {"public": None, "hr": ("hr", "public")}   # name -> access tags (None: anonymous public caller)
@@ -69,14 +72,65 @@ def refusal_html(a:Answer, why:dict) -> str:
     return (f'<div class="keel-refusal"><b>Refused.</b> {esc(a.text)}<p>Why: {esc(why.get("reason") or "the model declined")}; '
             f'answerability {score} against the bar {bar} (gate: {esc(why["gate"])}).</p>{ret}</div>')
 
+# %% ../../nbs/92_ui_chat.ipynb #bd322081
+CHIP_JS = """
+export default {
+  render({ model, el }) {
+    const b = document.createElement("button");
+    b.className = "keel-chip";
+    const draw = () => { b.textContent = model.get("label"); b.title = model.get("hint"); };
+    draw();
+    model.on("change:label", draw); model.on("change:hint", draw);
+    b.addEventListener("click", () => { model.set("clicks", model.get("clicks") + 1); model.save_changes(); });
+    el.appendChild(b);
+    return () => { model.off("change:label", draw); model.off("change:hint", draw); };
+  }
+};
+"""
+CHIP_CSS = """
+.keel-anychip button.keel-chip{font:inherit;font-size:13px;height:28px;padding:0 1rem;margin:2px;border:0;border-radius:2px;
+ background:#eee;color:rgba(0,0,0,.8);cursor:pointer;white-space:nowrap}
+.keel-anychip button.keel-chip:hover{box-shadow:0 2px 2px rgba(0,0,0,.14)}
+"""
+
+class AnyChip(anywidget.AnyWidget):
+    "A citation chip as an anywidget: a button drawn by `CHIP_JS`; a click counts up `clicks`."
+    _esm, _css = CHIP_JS, CHIP_CSS
+    label = traitlets.Unicode("").tag(sync=True)
+    hint = traitlets.Unicode("").tag(sync=True)   # not `tooltip`: DOMWidget syncs one of its own, and its view then fails
+    clicks = traitlets.Int(0).tag(sync=True)
+    def __init__(self, **kw): super().__init__(**kw); self.add_class("keel-anychip")
+    def on_click(self, f):
+        "Call `f(self)` on every click in the browser."
+        self.observe(lambda ch: f(self), "clicks")
+    def __repr__(self): return f"AnyChip(label={self.label!r})"
+    def snapshot_html(self) -> str:
+        "The chip in a static picture (`keel.ui.base.snapshot_html`)."
+        return f'<button disabled class="keel-snap-button">{esc(self.label)}</button> '
+
+CHIPS = ("ipywidgets", "anywidget")
+DEFAULT_CHIP = "ipywidgets"
+
+def chip(label:str, tooltip:str, on_click, # called with the chip when it is clicked
+         kind:str=DEFAULT_CHIP): # one of `CHIPS`
+    "A citation chip of `kind`, drawn as `button.keel-chip`."
+    if kind == "anywidget": w = AnyChip(label=label, hint=tooltip)
+    elif kind == "ipywidgets":
+        w = W.Button(description=label, tooltip=tooltip, layout=W.Layout(width="auto")); w.add_class("keel-chip")
+    else: raise InputError(f"unknown chip kind {kind!r}", fix=f"choose one of {', '.join(CHIPS)}")
+    w.on_click(on_click)
+    return w
+
 # %% ../../nbs/92_ui_chat.ipynb #3a970368
 class ChatPanel(Snapshot, W.VBox):
     "Ask as a chosen user; answers with citation chips, refusals with why, ledger rows per request, a history."
     def __init__(self, ctx, # an `AppContext` (`keel.factory.build_context()`)
-                 users:dict|None=None # name -> tags; default `USERS`
+                 users:dict|None=None, # name -> tags; default `USERS`
+                 chips:str=DEFAULT_CHIP # the citation chips' kind, one of `CHIPS`
                 ):
         super().__init__(); self.add_class("keel-panel"); self.add_class("keel-chat")
-        self.ctx, self.users, self.history, self.thread, self.result = ctx, dict(users or USERS), [], None, None
+        if chips not in CHIPS: raise InputError(f"unknown chip kind {chips!r}", fix=f"choose one of {', '.join(CHIPS)}")
+        self.ctx, self.users, self.chip_kind, self.history, self.thread, self.result = ctx, dict(users or USERS), chips, [], None, None
         self._lock = threading.Lock()
         problem = context_problem(ctx)
         if problem: self.children = [style(), message(problem)]; return
@@ -168,9 +222,8 @@ def _show(self:ChatPanel, u:User, a:Answer):
     chips = []
     for c in a.citations:
         label = " › ".join(x for x in (c.title, c.heading.split(" > ")[-1] if c.heading else "") if x) + (f" · p. {c.page}" if c.page else "")
-        b = W.Button(description=f"[{c.n}] {label}", tooltip=c.snippet + (" (attached: the answer cited nothing)" if c.inferred else ""),
-                     layout=W.Layout(width="auto"))
-        b.add_class("keel-chip"); b.on_click(lambda _, c=c: self.open_citation(c)); chips.append(b)
+        chips.append(chip(f"[{c.n}] {label}", c.snippet + (" (attached: the answer cited nothing)" if c.inferred else ""),
+                          lambda _, c=c: self.open_citation(c), self.chip_kind))
     self.chips.children = chips
 
 @patch
