@@ -40,8 +40,10 @@ def host_allowed(host) -> bool:
 def check_host(host, what:str="connection"):
     "Raise `AirgapViolation` unless the guard allows `host`."
     if not host_allowed(host):
-        raise AirgapViolation(f"air-gap refused a {what} to {host!r}: only loopback and allow-listed hosts are reachable",
-                              fix=f"add {host} to KEEL_AIRGAP_ALLOW if it is inside your network, or set KEEL_AIRGAP=false")
+        raise AirgapViolation(f"air-gap refused a {what} to {host!r}: only loopback and allow-listed hosts are "
+                              f"reachable",
+                              fix=f"add {host} to KEEL_AIRGAP_ALLOW if it is inside your network, or set "
+                                  f"KEEL_AIRGAP=false")
 
 def check_url(url:str):
     "Raise `AirgapViolation` unless the guard allows the host of `url`."
@@ -63,7 +65,8 @@ def _connect(self, address): check_host(_addr_host(self, address)); return _orig
 def _connect_ex(self, address): check_host(_addr_host(self, address)); return _orig["connect_ex"](self, address)
 def _sendto(self, data, *args):
     check_host(_addr_host(self, args[-1]), "datagram"); return _orig["sendto"](self, data, *args)
-def _create_connection(address, *args, **kw): check_host(address[0]); return _orig["create_connection"](address, *args, **kw)
+def _create_connection(address, *args, **kw):
+    check_host(address[0]); return _orig["create_connection"](address, *args, **kw)
 def _localhost_info(port, family=0, type=0, proto=0, flags=0):
     "What `getaddrinfo('localhost', ...)` answers, built from the numeric loopback addresses: no resolver is asked."
     out = []

@@ -57,7 +57,8 @@ def check_ray_auth(address:str|None, env:dict|None=None):
     "Refuse to run with Ray's authentication off, or to join a cluster without a token (`ConfigError`)."
     env = os.environ if env is None else env
     if env.get("RAY_AUTH_MODE", "").strip().lower() == "disabled":
-        raise ConfigError("RAY_AUTH_MODE=disabled turns Ray's token authentication off; Keel refuses to run a cluster without it",
+        raise ConfigError("RAY_AUTH_MODE=disabled turns Ray's token authentication off; Keel refuses to run a cluster "
+                          "without it",
                           fix="unset RAY_AUTH_MODE (token authentication is Ray's default)")
     if address not in (None, "", "local") and not ray_token(env):
         raise ConfigError(f"no Ray authentication token for the cluster at {address}",
@@ -70,7 +71,9 @@ _RAY_WAITS = dict(RAY_raylet_start_wait_time_s="300", RAY_gcs_rpc_server_connect
 def import_ray():
     "The `ray` module, or `ConfigError` saying how to install it."
     try: import ray
-    except ImportError: raise ConfigError("KEEL_EXECUTOR=ray but Ray is not installed", fix="pip install 'keel[ray]', or unset KEEL_EXECUTOR") from None
+    except ImportError:
+        raise ConfigError("KEEL_EXECUTOR=ray but Ray is not installed",
+                          fix="pip install 'keel[ray]', or unset KEEL_EXECUTOR") from None
     return ray
 
 # %% ../nbs/04a_executor.ipynb #97a6c42f
@@ -112,7 +115,8 @@ def _pool(self:RayExecutor, task:Task) -> list:
     ray = self._ray()
     k = task.key
     if k not in self._pools:
-        self._drop_pools()          # actors hold their CPUs: one task's pool at a time, or the next could never be placed
+        # actors hold their CPUs: one task's pool at a time, or the next could never be placed
+        self._drop_pools()
         n = self.workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
         self._pools[k] = [_actor(ray, task) for _ in range(n)]
     return self._pools[k]
@@ -144,7 +148,9 @@ def map(self:RayExecutor, task:Task, items:Sequence, progress:Callable|None=None
         except RayTaskError as e: raise (e.cause if isinstance(e.cause, BaseException) else e) from None
         except RayActorError as e:
             tries[i] += 1
-            if tries[i] > self.retries: raise KeelError(f"item {i} lost its worker {tries[i]} times ({type(e).__name__})", fix="check the Ray workers' logs and memory") from None
+            if tries[i] > self.retries:
+                raise KeelError(f"item {i} lost its worker {tries[i]} times ({type(e).__name__})",
+                                fix="check the Ray workers' logs and memory") from None
             pool[a] = _actor(ray, task); queue.appendleft(i)
         else:
             if i not in out: out[i] = value

@@ -44,6 +44,7 @@ class Source:
     def to_request(self) -> dict:
         return dict(locator=self.locator, text=self.text, digest=self.digest, title=self.title, heading=self.heading)
 
+# %% ../../nbs/60_evals_answer_command.ipynb #1787e2fc
 def make_locators(items:Sequence[tuple[str, str]]) -> list[str]:
     "Unique `path#heading` locators for `(path, heading)` pairs, in order."
     seen, out = {}, []
@@ -61,7 +62,8 @@ def build_request(dataset_id:str, # the dataset's `id`
                  ) -> dict:
     "The JSON request an answer command reads from stdin."
     return dict(schema_version=SCHEMA_VERSION, dataset=dict(id=dataset_id, digest=dataset_digest), revision=revision,
-                cases=[dict(id=c["id"], question=c["question"], sources=[s.to_request() for s in c["sources"]]) for c in cases])
+                cases=[dict(id=c["id"], question=c["question"], sources=[s.to_request() for s in c["sources"]])
+                       for c in cases])
 
 # %% ../../nbs/60_evals_answer_command.ipynb #1031f4c2
 @dataclass

@@ -17,22 +17,47 @@ SCHEMA_VERSION = 1
 
 METHODOLOGY = [
     "Every golden item is asked through the production answer engine as User('eval', user_tags); nothing is mocked.",
-    "Retrieval is scored from the chunks actually placed in front of the model (Answer.retrieved): hit@k is 1 when a chunk from an expected source is within the first k; MRR is the mean reciprocal rank of the first such chunk; context precision is the share of retrieved chunks from an expected source; context recall is the share of expected sources present. Items that must refuse have no retrieval scores.",
-    "Refusal correctness compares Answer.refused with expect_refusal; false refusals (refused though the documents answer) and false answers (answered though it should refuse) are counted separately and broken down by user tags.",
-    "Each item has a refusal category: answerable (expect_refusal false), restricted (category restricted: the answer is only in documents the asker may not see) or off_corpus (any other item that must be refused: the documents do not say). The false-refusal rate is over answerable items, the false-answer rate over the others, overall and per category. Each item shows the gate's answerability score and, even when refused, what retrieval found for its user.",
-    "Floors declared by the golden set are absolute bounds checked with or without a baseline: at least the floor for metrics where higher is better, at most it for rates and counts where lower is better. A floor over a missing metric is not applicable.",
-    "must_include / must_not_include are case-insensitive substring checks. A citation is valid when the cited chunk was retrieved and the user's tags allow it.",
-    "Leaks are a hard count: a retrieved or cited chunk the user may not see, or a must_not_include string in an answer to a restricted item. Any leak fails the gate.",
-    "The judge (temperature 0, JSON-schema constrained, one retry) grades groundedness, relevance and correctness from 0 to 1 with one-line reasons. Refusals are not judged (groundedness of a refusal is not applicable). Replies that cannot be parsed after the retry leave the item unscored: counted, shown, excluded from the means.",
-    "A judge metric is gated only when the judge's agreement with human labels (Cohen's kappa, binarised at 0.5) reaches the bar.",
-    "Model-free metrics beside must_include: token F1 and answer recall against expected_answer (SQuAD normalisation; recall over the reference's content words); supported_sentences, the share of answer sentences whose cited passage supports them (lexical coverage and embedding similarity over thresholds fitted on labelled data) with every figure and name found in a cited passage; unsupported_figures, figures and names per answer found in no cited passage; model_cited, the share of answers in which the model wrote a surviving citation itself. A citation is valid only when attribution shows it supports a sentence of the answer.",
-    "A metric whose agreement with the human labels (Cohen's kappa) is under the bar is shown greyed as unreliable, with its kappa; the model-free supported_sentences is measured against the same labels as the judge.",
-    "Each answer records how it was produced: generated, repaired (sentences dropped, citations corrected or a loop cut), extractive_fallback (nothing generated was supported), extractive, or refusal.",
+    "Retrieval is scored from the chunks actually placed in front of the model (Answer.retrieved): hit@k is 1 when a "
+    "chunk from an expected source is within the first k; MRR is the mean reciprocal rank of the first such chunk; "
+    "context precision is the share of retrieved chunks from an expected source; context recall is the share of "
+    "expected sources present. Items that must refuse have no retrieval scores.",
+    "Refusal correctness compares Answer.refused with expect_refusal; false refusals (refused though the documents "
+    "answer) and false answers (answered though it should refuse) are counted separately and broken down by user tags.",
+    "Each item has a refusal category: answerable (expect_refusal false), restricted (category restricted: the answer "
+    "is only in documents the asker may not see) or off_corpus (any other item that must be refused: the documents do "
+    "not say). The false-refusal rate is over answerable items, the false-answer rate over the others, overall and per "
+    "category. Each item shows the gate's answerability score and, even when refused, what retrieval found for its "
+    "user.",
+    "Floors declared by the golden set are absolute bounds checked with or without a baseline: at least the floor for "
+    "metrics where higher is better, at most it for rates and counts where lower is better. A floor over a missing "
+    "metric is not applicable.",
+    "must_include / must_not_include are case-insensitive substring checks. A citation is valid when the cited chunk "
+    "was retrieved and the user's tags allow it.",
+    "Leaks are a hard count: a retrieved or cited chunk the user may not see, or a must_not_include string in an "
+    "answer to a restricted item. Any leak fails the gate.",
+    "The judge (temperature 0, JSON-schema constrained, one retry) grades groundedness, relevance and correctness from "
+    "0 to 1 with one-line reasons. Refusals are not judged (groundedness of a refusal is not applicable). Replies that "
+    "cannot be parsed after the retry leave the item unscored: counted, shown, excluded from the means.",
+    "A judge metric is gated only when the judge's agreement with human labels (Cohen's kappa, binarised at 0.5) "
+    "reaches the bar.",
+    "Model-free metrics beside must_include: token F1 and answer recall against expected_answer (SQuAD normalisation; "
+    "recall over the reference's content words); supported_sentences, the share of answer sentences whose cited "
+    "passage supports them (lexical coverage and embedding similarity over thresholds fitted on labelled data) with "
+    "every figure and name found in a cited passage; unsupported_figures, figures and names per answer found in no "
+    "cited passage; model_cited, the share of answers in which the model wrote a surviving citation itself. A citation "
+    "is valid only when attribution shows it supports a sentence of the answer.",
+    "A metric whose agreement with the human labels (Cohen's kappa) is under the bar is shown greyed as unreliable, "
+    "with its kappa; the model-free supported_sentences is measured against the same labels as the judge.",
+    "Each answer records how it was produced: generated, repaired (sentences dropped, citations corrected or a loop "
+    "cut), extractive_fallback (nothing generated was supported), extractive, or refusal.",
     "A rate over no applicable item is missing (—), never perfect, and is skipped by the gate.",
-    "The gate fails a metric when current − baseline < −tolerance. The 95% interval is a paired bootstrap (2,000 resamples, seeded) over items matched by id.",
+    "The gate fails a metric when current − baseline < −tolerance. The 95% interval is a paired bootstrap (2,000 "
+    "resamples, seeded) over items matched by id.",
 ]
 
-def build_payload(ctx, golden_path, digest, rows, summary, regressions, baseline, baseline_path, thresholds, judge_info, warnings, floors=None) -> dict:
+# %% ../../nbs/56_evals_report.ipynb #caf643b3
+def build_payload(ctx, golden_path, digest, rows, summary, regressions, baseline, baseline_path, thresholds, judge_info,
+                  warnings, floors=None) -> dict:
     "The JSON record of one run."
     s = getattr(ctx, "settings", None)
     now = dt.datetime.now(dt.timezone.utc)
@@ -41,11 +66,15 @@ def build_payload(ctx, golden_path, digest, rows, summary, regressions, baseline
                 created_at=now.isoformat(timespec="seconds"), golden_path=str(golden_path), golden_digest=digest,
                 profile=getattr(s, "profile", ""), answer_mode=getattr(s, "answer_mode", ""), model=", ".join(models),
                 settings_digest=settings_digest(s) if s is not None else "", summary=summary, items=rows,
-                gate=dict(passed=not regressions, regressions=[dataclasses.asdict(r) for r in regressions], thresholds=thresholds, floors=floors or [],
-                          baseline_path=str(baseline_path), baseline_found=baseline is not None,
-                          baseline_stamp=(baseline or {}).get("stamp"), baseline_model=(baseline or {}).get("model"),
+                gate=dict(passed=not regressions, regressions=[dataclasses.asdict(r) for r in regressions],
+                          thresholds=thresholds, floors=floors or [], baseline_path=str(baseline_path),
+                          baseline_found=baseline is not None, baseline_stamp=(baseline or {}).get("stamp"),
+                          baseline_model=(baseline or {}).get("model"),
                           baseline_answer_mode=(baseline or {}).get("answer_mode"),
-                          note=None if baseline else f"no baseline at {baseline_path}: the gate passes on leaks{' and the golden set' + chr(39) + 's floors' if floors else ''} alone; promote a run with --promote"),
+                          note=None
+                          if baseline else f"no baseline at {baseline_path}: the gate passes on "
+                                           f"leaks{' and the golden set' + chr(39) + 's floors' if floors else ''} "
+                                           f"alone; promote a run with --promote"),
                 judge=judge_info, warnings=warnings, methodology=METHODOLOGY)
 
 # %% ../../nbs/56_evals_report.ipynb #5f412981
@@ -58,7 +87,8 @@ def write_run_files(payload:dict, page:str, report_dir:Path|str, stem:str, lates
         if not (d/name).exists(): (d/name).write_bytes(Path(src).read_bytes())
     js = json.dumps(payload, default=str, ensure_ascii=False) + "\n"
     jp, hp = d/f"{stem}.json", d/f"{stem}.html"
-    for p, text in ((jp, js), (hp, page), (d/f"{latest}.json", js), (d/f"{latest}.html", page)): p.write_text(text, encoding="utf-8")
+    for p, text in ((jp, js), (hp, page), (d/f"{latest}.json", js), (d/f"{latest}.html", page)):
+        p.write_text(text, encoding="utf-8")
     return jp, hp
 
 def write_report(payload:dict, report_dir:Path|str) -> tuple[Path, Path]:
@@ -67,134 +97,222 @@ def write_report(payload:dict, report_dir:Path|str) -> tuple[Path, Path]:
 
 # %% ../../nbs/56_evals_report.ipynb #38f2ffff
 GROUPS = {"Retrieval": ("hit_at_1", "hit_at_3", "hit_at_5", "mrr", "context_precision", "context_recall"),
-          "Behaviour": ("refusal_correct", "false_refusal_rate", "false_answer_rate", "false_refusals", "false_answers", "must_include", "must_not_include", "citation_valid", "leaks", "errors"),
-          "Generation (model-free)": ("token_f1", "answer_recall", "supported_sentences", "unsupported_figures", "model_cited"),
+          "Behaviour": ("refusal_correct", "false_refusal_rate", "false_answer_rate", "false_refusals", "false_answers",
+                        "must_include", "must_not_include", "citation_valid", "leaks", "errors"),
+          "Generation (model-free)": ("token_f1", "answer_recall", "supported_sentences", "unsupported_figures",
+                                      "model_cited"),
           "Generation (judge)": ("groundedness", "relevance", "correctness", "judge_unscored"),
           "Cost": COSTS}
 
-CSS = """body{font:14px/1.45 system-ui,sans-serif;margin:1.5rem;color:#1d2330}h1{margin:0 0 .3rem}h2{margin-top:1.6rem;border-bottom:1px solid #dde}
-.tiles{display:flex;flex-wrap:wrap;gap:.5rem}.tile{border:1px solid #dde;border-radius:6px;padding:.4rem .7rem;min-width:8.5rem}
-.tile b{display:block;font-size:1.3rem}.tile small{color:#667}.pass{color:#0a7d32}.fail{color:#b3261e}.missing{color:#999}
+# %% ../../nbs/56_evals_report.ipynb #565e9b47
+CSS = """body{font:14px/1.45 system-ui,sans-serif;margin:1.5rem;color:#1d2330}h1{margin:0 0 \
+.3rem}h2{margin-top:1.6rem;border-bottom:1px solid #dde}
+.tiles{display:flex;flex-wrap:wrap;gap:.5rem}.tile{border:1px solid #dde;border-radius:6px;padding:.4rem \
+.7rem;min-width:8.5rem}
+.tile b{display:block;font-size:1.3rem}.tile \
+small{color:#667}.pass{color:#0a7d32}.fail{color:#b3261e}.missing{color:#999}
 .gate{padding:.6rem 1rem;border-radius:6px;font-weight:600}.gate.pass{background:#e7f6ec}.gate.fail{background:#fbe9e7}
 table{border-collapse:collapse;width:100%;margin:.5rem 0;table-layout:fixed}
-td,th{border:1px solid #e3e3ea;padding:.25rem .4rem;vertical-align:top;text-align:left;overflow-wrap:anywhere;word-break:break-word}
+td,th{border:1px solid #e3e3ea;padding:.25rem \
+.4rem;vertical-align:top;text-align:left;overflow-wrap:anywhere;word-break:break-word}
 .unreliable b,.unreliable{color:#9a9aa5}.unreliable b{text-decoration:line-through}
-th{background:#f4f5f9}td.q{max-width:22rem}.warn{background:#fff4d6;padding:.5rem;border-radius:6px}code{font-size:12px}"""
+th{background:#f4f5f9}td.q{max-width:22rem}.warn{background:#fff4d6;padding:.5rem;border-radius:6px}\
+code{font-size:12px}"""
 
+# %% ../../nbs/56_evals_report.ipynb #4c87a41d
 def esc(x) -> str: return html.escape("" if x is None else str(x), quote=True)
 
 def fmt(v) -> str:
     "A metric value for display: — for missing, two decimals for rates."
     if v is None: return "—"
-    if isinstance(v, float) and not v.is_integer() or isinstance(v, float) and v <= 1: return f"{v:.2f}" if abs(v) < 100 else f"{v:.0f}"
+    if isinstance(v, float) and not v.is_integer() or isinstance(v, float) and v <= 1:
+        return f"{v:.2f}" if abs(v) < 100 else f"{v:.0f}"
     return str(int(v)) if isinstance(v, (int, float)) else str(v)
 
 # %% ../../nbs/56_evals_report.ipynb #960ff1bc
+def _cell(c, tag:str="td") -> str:
+    "A table cell: `c` is HTML already (escape values first), or `(class, html)`."
+    return f'<{tag} class="{c[0]}">{c[1]}</{tag}>' if isinstance(c, tuple) else f"<{tag}>{c}</{tag}>"
+
+def _tr(*cells, tag:str="td") -> str:
+    "One table row of `cells`."
+    return "<tr>" + "".join(_cell(c, tag) for c in cells) + "</tr>"
+
+def _table(heads:tuple, rows:str) -> str:
+    "A table with a header row of `heads` over `rows`."
+    return "<table>" + _tr(*heads, tag="th") + rows + "</table>"
+
+# %% ../../nbs/56_evals_report.ipynb #237fa1d6
 def _tile(k:str, v, gated:dict, ungated:dict, unreliable:dict) -> str:
     "One metric tile; an unreliable metric is greyed, struck through and labelled with its kappa."
     if k in unreliable and v is not None:
         kap = "unmeasured" if unreliable[k] is None else f"{unreliable[k]:.2f}"
-        return (f'<div class="tile unreliable" title="agreement with human labels: kappa {esc(kap)}"><small>{esc(k)}</small><b>{esc(fmt(v))}</b>'
-                f'<small>UNRELIABLE: kappa {esc(kap)}</small></div>')
+        return (f'<div class="tile unreliable" title="agreement with human labels: kappa {esc(kap)}">'
+                f'<small>{esc(k)}</small><b>{esc(fmt(v))}</b><small>UNRELIABLE: kappa {esc(kap)}</small></div>')
+    gate = f'<small>gated: −{esc(gated[k])}</small>' if k in gated and k not in ungated else ""
+    if k in ungated and k in gated: gate = f'<small title="{esc(ungated[k])}">not gated</small>'
     return (f'<div class="tile"><small>{esc(k)}</small><b class="{"missing" if v is None else ""}">{esc(fmt(v))}</b>'
-            + (f'<small>gated: −{esc(gated[k])}</small>' if k in gated and k not in ungated else "")
-            + (f'<small title="{esc(ungated[k])}">not gated</small>' if k in ungated and k in gated else "") + "</div>")
+            f'{gate}</div>')
 
 def _tiles(m:dict, gated:dict, ungated:dict, unreliable:dict|None=None) -> str:
-    out = []
-    for g, keys in GROUPS.items():
-        tiles = "".join(_tile(k, m.get(k), gated, ungated, unreliable or {}) for k in keys)
-        out.append(f"<h3>{esc(g)}</h3><div class=\"tiles\">{tiles}</div>")
-    return "".join(out)
+    "The metric tiles, group by group."
+    return "".join(f'<h3>{esc(g)}</h3><div class="tiles">'
+                   + "".join(_tile(k, m.get(k), gated, ungated, unreliable or {}) for k in keys) + "</div>"
+                   for g, keys in GROUPS.items())
 
+# %% ../../nbs/56_evals_report.ipynb #b38acf60
+def _floors(g:dict) -> str:
+    "The floors the golden set declares, each with its verdict."
+    def verdict(ok): return ("missing", "n/a") if ok is None else ("pass", "ok") if ok else ("fail", "FAILED")
+    rows = "".join(_tr(esc(f["metric"]), f"{esc(f['direction'])} {esc(f['bound'])}", esc(fmt(f["current"])),
+                       verdict(f["passed"])) for f in g.get("floors", []))
+    if not rows: return "<p>The golden set declares no floors.</p>"
+    return "<p>Floors declared by the golden set:</p>" + _table(("metric", "bound", "current", ""), rows)
+
+# %% ../../nbs/56_evals_report.ipynb #32bdb796
 def _gate(p:dict) -> str:
-    g = p["gate"]
+    "The gate's verdict, its baseline, the regressions, floors and tolerances, and what is not gated."
+    g, ung = p["gate"], p.get("judge", {}).get("ungated") or {}
     head = f'<div class="gate {"pass" if g["passed"] else "fail"}">Gate: {"PASSED" if g["passed"] else "FAILED"}</div>'
-    note = f"<p>{esc(g['note'])}</p>" if g.get("note") else f"<p>Baseline: <code>{esc(g['baseline_path'])}</code> ({esc(g.get('baseline_stamp'))}, model {esc(g.get('baseline_model'))}, mode {esc(g.get('baseline_answer_mode'))})</p>"
-    rows = "".join(f"<tr><td>{esc(r['metric'])}</td><td>{esc(fmt(r['baseline']))}</td><td>{esc(fmt(r['current']))}</td><td>{esc(fmt(r['delta']))}</td>"
-                   f"<td>{esc(r['threshold'])}</td><td>{esc(fmt(r['ci_low']))} … {esc(fmt(r['ci_high']))}</td></tr>" for r in g["regressions"])
-    table = f"<table><tr><th>metric</th><th>baseline</th><th>current</th><th>change</th><th>tolerance</th><th>95% CI of change</th></tr>{rows}</table>" if rows else ""
-    ung = p.get("judge", {}).get("ungated") or {}
+    note = (f"<p>{esc(g['note'])}</p>" if g.get("note") else f"<p>Baseline: <code>{esc(g['baseline_path'])}</code> "
+            f"({esc(g.get('baseline_stamp'))}, model {esc(g.get('baseline_model'))}, "
+            f"mode {esc(g.get('baseline_answer_mode'))})</p>")
+    rows = "".join(_tr(esc(r["metric"]), esc(fmt(r["baseline"])), esc(fmt(r["current"])), esc(fmt(r["delta"])),
+                       esc(r["threshold"]), f"{esc(fmt(r['ci_low']))} … {esc(fmt(r['ci_high']))}")
+                   for r in g["regressions"])
+    regs = _table(("metric", "baseline", "current", "change", "tolerance", "95% CI of change"), rows) if rows else ""
+    tol = "".join(_tr(esc(k), esc(v)) for k, v in g["thresholds"].items() if v is not None and k not in ung)
     ul = "".join(f"<li><b>{esc(k)}</b>: {esc(v)}</li>" for k, v in ung.items() if k in g["thresholds"])
-    tol = "".join(f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in g["thresholds"].items() if v is not None and k not in ung)
-    fl = "".join(f"<tr><td>{esc(f['metric'])}</td><td>{esc(f['direction'])} {esc(f['bound'])}</td><td>{esc(fmt(f['current']))}</td>"
-                 f"<td class=\"{'missing' if f['passed'] is None else 'pass' if f['passed'] else 'fail'}\">{'n/a' if f['passed'] is None else 'ok' if f['passed'] else 'FAILED'}</td></tr>"
-                 for f in g.get("floors", []))
-    applied = (f"<p>Floors declared by the golden set:</p><table><tr><th>metric</th><th>bound</th><th>current</th><th></th></tr>{fl}</table>" if fl else "<p>The golden set declares no floors.</p>")
-    applied += f"<p>Tolerances against the baseline:</p><table><tr><th>metric</th><th>tolerated change</th></tr>{tol}</table>"
-    return head + note + table + applied + (f"<p>Reported but not gated:</p><ul>{ul}</ul>" if ul else "")
+    return (head + note + regs + _floors(g) + "<p>Tolerances against the baseline:</p>"
+            + _table(("metric", "tolerated change"), tol)
+            + (f"<p>Reported but not gated:</p><ul>{ul}</ul>" if ul else ""))
 
+# %% ../../nbs/56_evals_report.ipynb #444b5edb
 def _splits(s:dict) -> str:
+    "Each rate on the tune and held-out splits side by side."
     sp = s.get("by_split", {})
     if not sp: return ""
-    names = list(sp)
-    rows = "".join(f"<tr><td>{esc(k)}</td>" + "".join(f"<td>{esc(fmt(sp[n].get(k)))}</td>" for n in names) + "</tr>" for k in (*RATES, "leaks"))
-    return "<h2>Tune vs held-out</h2><table><tr><th>metric</th>" + "".join(f"<th>{esc(n)} (n={s['n_by_split'].get(n, 0)})</th>" for n in names) + f"</tr>{rows}</table>"
+    heads = ("metric", *(f"{esc(n)} (n={s['n_by_split'].get(n, 0)})" for n in sp))
+    rows = "".join(_tr(esc(k), *(esc(fmt(v.get(k))) for v in sp.values())) for k in (*RATES, "leaks"))
+    return "<h2>Tune vs held-out</h2>" + _table(heads, rows)
 
+# %% ../../nbs/56_evals_report.ipynb #a1fd6177
 def _categories(s:dict) -> str:
+    "Refusals per refusal category, with the gate's median answerability."
     cats = s.get("by_category") or {}
     if not cats: return ""
-    rows = "".join(f"<tr><td>{esc(c)}</td><td>{v['n']}</td><td>{v['refused']}</td><td>{esc(fmt(v['false_refusal_rate']))}</td>"
-                   f"<td>{esc(fmt(v['false_answer_rate']))}</td><td>{esc(fmt(v['answerability_p50']))}</td></tr>" for c, v in cats.items())
-    return ("<h2>Refusal by category</h2><table><tr><th>category</th><th>items</th><th>refused</th><th>false-refusal rate</th>"
-            f"<th>false-answer rate</th><th>answerability (median)</th></tr>{rows}</table>")
+    rows = "".join(_tr(esc(c), v["n"], v["refused"], *(esc(fmt(v[k])) for k in
+                       ("false_refusal_rate", "false_answer_rate", "answerability_p50"))) for c, v in cats.items())
+    heads = ("category", "items", "refused", "false-refusal rate", "false-answer rate", "answerability (median)")
+    return "<h2>Refusal by category</h2>" + _table(heads, rows)
 
+# %% ../../nbs/56_evals_report.ipynb #2c3819eb
 def _tags(s:dict) -> str:
-    rows = "".join(f"<tr><td>{esc(t)}</td><td>{v['n']}</td><td>{esc(fmt(v['refusal_correct']))}</td><td>{v['false_refusals']}</td><td>{v['false_answers']}</td><td>{v['leaks']}</td></tr>"
+    "Refusals per set of user tags."
+    rows = "".join(_tr(esc(t), v["n"], esc(fmt(v["refusal_correct"])), v["false_refusals"], v["false_answers"],
+                       v["leaks"])
                    for t, v in s.get("by_tags", {}).items())
-    return f"<h2>Refusals by user tags</h2><table><tr><th>tags</th><th>items</th><th>refusal correct</th><th>false refusals</th><th>false answers</th><th>leaks</th></tr>{rows}</table>"
+    heads = ("tags", "items", "refusal correct", "false refusals", "false answers", "leaks")
+    return "<h2>Refusals by user tags</h2>" + _table(heads, rows)
 
+# %% ../../nbs/56_evals_report.ipynb #dba4d051
 def _judge(p:dict) -> str:
+    "Which judges graded the run, their notes, and their agreement with human labels."
     j = p.get("judge") or {}
     if not j.get("on"): return "<h2>Judge</h2><p>The judge was off for this run: generation metrics are missing.</p>"
-    notes = "".join(f"<li>{esc(n)}</li>" for n in j.get("notes", []))
-    ag = j.get("agreement")
-    rows = "" if not ag else "".join(f"<tr><td>{esc(m)}</td><td>{r['n']}</td><td>{esc(fmt(r['accuracy']))}</td><td>{esc(fmt(r['kappa']))}</td></tr>" for m, r in ag["metrics"].items())
-    table = f"<p>Agreement with {ag['n']} human labels ({ag['unscored']} unscored), kappa bar {esc(j.get('kappa_bar'))}:</p><table><tr><th>metric</th><th>scored</th><th>accuracy</th><th>Cohen's kappa</th></tr>{rows}</table>" if ag else "<p>No agreement measured.</p>"
+    notes, ag = "".join(f"<li>{esc(n)}</li>" for n in j.get("notes", [])), j.get("agreement")
+    table = "<p>No agreement measured.</p>"
+    if ag:
+        rows = "".join(_tr(esc(m), r["n"], esc(fmt(r["accuracy"])), esc(fmt(r["kappa"])))
+                       for m, r in ag["metrics"].items())
+        table = (f"<p>Agreement with {ag['n']} human labels ({ag['unscored']} unscored), kappa bar "
+                 f"{esc(j.get('kappa_bar'))}:</p>" + _table(("metric", "scored", "accuracy", "Cohen's kappa"), rows))
     return f"<h2>Judge</h2><p>Judges: {esc(', '.join(j.get('judges', [])))}</p><ul>{notes}</ul>{table}"
 
-# %% ../../nbs/56_evals_report.ipynb #24055c2d
-def _item(r:dict) -> str:
-    ret = "<br>".join(f"{'✓ ' if h.get('expected') else ''}{esc(h['title'])}{' › ' + esc(h['heading']) if h.get('heading') else ''} <small>({esc(fmt(h.get('relevance')))})</small>" for h in r["retrieved"]) or "<span class=missing>nothing</span>"
-    checks = []
-    if r.get("must_include_pass") is not None: checks.append(f'<span class="{"pass" if r["must_include_pass"] else "fail"}">include</span>' + (f": missing {esc(', '.join(r['missing']))}" if r["missing"] else ""))
-    if r.get("must_not_include_pass") is not None: checks.append(f'<span class="{"pass" if r["must_not_include_pass"] else "fail"}">exclude</span>' + (f": found {esc(', '.join(r['found']))}" if r["found"] else ""))
-    if r.get("citation_valid") is not None: checks.append(f'<span class="{"pass" if r["citation_valid"] else "fail"}">citations</span>' + (f": invalid {esc(r['invalid_citations'])}" if r["invalid_citations"] else ""))
-    if r.get("leaks"): checks.append(f'<span class="fail">LEAK</span>: {esc("; ".join(r["leak_details"]))}')
-    if r.get("error"): checks.append(f'<span class="fail">error</span>: {esc(r["error"])}')
-    jr = r.get("judge_reasons") or {}
-    judge = f'<span class="fail">unscored: {esc(r["judge_error"])}</span>' if r.get("judge_error") else "<br>".join(
-        f"{esc(m)} {esc(fmt(r.get(m)))}{': ' + esc(jr.get(m)) if jr.get(m) else ''}" for m in ("groundedness", "relevance", "correctness"))
-    got = ('<span class="' + ("pass" if r["refusal_correct"] else "fail") + '">refused</span> ' if r["refused"] else "") + esc(r["answer"])
-    if r.get("produced_by"): got += f"<br><small>{esc(r['produced_by'])}" + (" · model cited" if r.get("model_cited") else "") + "</small>"
-    if r.get("token_f1") is not None: got += f"<br><small>F1 {esc(fmt(r['token_f1']))} · recall {esc(fmt(r.get('answer_recall')))}</small>"
-    if r.get("supported_sentences") is not None:
-        got += f"<br><small>supported sentences {esc(fmt(r['supported_sentences']))} · unsupported figures {esc(fmt(r.get('unsupported_figures')))}</small>"
-    score = "" if r.get("answerability") is None else f"<br><small>answerability {esc(fmt(r['answerability']))}</small>"
-    return (f"<tr><td>{esc(r['id'])}<br><small>{esc(r.get('refusal_category', ''))} · {esc(r['category'])} · {esc(r['split'])} · {esc(','.join(r['user_tags']))}</small>{score}</td>"
-            f"<td class=q>{esc(r['question'])}</td><td class=q>{'<i>must refuse</i>: ' if r['expect_refusal'] else ''}{esc(r['expected_answer'])}"
-            f"<br><small>{esc('; '.join(r['expected_sources']))}</small></td><td class=q>{got}</td><td>{ret}</td>"
-            f"<td>{esc(fmt(r.get('hit_at_3')))}</td><td>{judge}</td><td>{'<br>'.join(checks)}</td><td>{esc(fmt(r['latency_ms']))}</td></tr>")
+# %% ../../nbs/56_evals_report.ipynb #a542b7c5
+def _retrieved(r:dict) -> str:
+    "What retrieval found for an item, chunks from an expected source ticked, with their relevance."
+    def hit(h): return ("✓ " if h.get("expected") else "") + esc(h["title"]) + (" › " + esc(h["heading"]) if
+                        h.get("heading") else "") + f" <small>({esc(fmt(h.get('relevance')))})</small>"
+    return "<br>".join(hit(h) for h in r["retrieved"]) or "<span class=missing>nothing</span>"
 
+# %% ../../nbs/56_evals_report.ipynb #43ce7895
+def _checks(r:dict) -> str:
+    "The item's string and citation checks (with what failed them), its leaks and its error."
+    out = []
+    for key, name, what, found in (("must_include_pass", "include", "missing", r.get("missing")),
+                                   ("must_not_include_pass", "exclude", "found", r.get("found")),
+                                   ("citation_valid", "citations", "invalid", r.get("invalid_citations"))):
+        if r.get(key) is None: continue
+        detail = ", ".join(found) if what != "invalid" else found
+        out.append(f'<span class="{"pass" if r[key] else "fail"}">{name}</span>'
+                   + (f": {what} {esc(detail)}" if found else ""))
+    if r.get("leaks"): out.append(f'<span class="fail">LEAK</span>: {esc("; ".join(r["leak_details"]))}')
+    if r.get("error"): out.append(f'<span class="fail">error</span>: {esc(r["error"])}')
+    return "<br>".join(out)
+
+# %% ../../nbs/56_evals_report.ipynb #a1350532
+def _judged(r:dict) -> str:
+    "The judge's scores with their reasons, or why the item is unscored."
+    if r.get("judge_error"): return f'<span class="fail">unscored: {esc(r["judge_error"])}</span>'
+    jr = r.get("judge_reasons") or {}
+    return "<br>".join(f"{esc(m)} {esc(fmt(r.get(m)))}" + (": " + esc(jr[m]) if jr.get(m) else "")
+                       for m in ("groundedness", "relevance", "correctness"))
+
+# %% ../../nbs/56_evals_report.ipynb #f271c302
+def _got(r:dict) -> str:
+    "The answer (marked when refused), how it was produced, and its model-free scores."
+    out = ('<span class="' + ("pass" if r["refusal_correct"] else "fail") + '">refused</span> ' if r["refused"] else "")
+    out += esc(r["answer"])
+    if r.get("produced_by"):
+        out += f"<br><small>{esc(r['produced_by'])}" + (" · model cited" if r.get("model_cited") else "") + "</small>"
+    if r.get("token_f1") is not None:
+        out += f"<br><small>F1 {esc(fmt(r['token_f1']))} · recall {esc(fmt(r.get('answer_recall')))}</small>"
+    if r.get("supported_sentences") is not None:
+        out += (f"<br><small>supported sentences {esc(fmt(r['supported_sentences']))} · "
+                f"unsupported figures {esc(fmt(r.get('unsupported_figures')))}</small>")
+    return out
+
+# %% ../../nbs/56_evals_report.ipynb #63b39c82
+def _item(r:dict) -> str:
+    "One item's row: who asked, question, expectation, answer, retrieval, hit@3, judge, checks, latency."
+    score = "" if r.get("answerability") is None else f"<br><small>answerability {esc(fmt(r['answerability']))}</small>"
+    who = " · ".join(esc(x)
+                     for x in (r.get("refusal_category", ""), r["category"], r["split"], ",".join(r["user_tags"])))
+    expect = (("<i>must refuse</i>: " if r["expect_refusal"] else "") + esc(r["expected_answer"])
+              + f"<br><small>{esc('; '.join(r['expected_sources']))}</small>")
+    return _tr(f"{esc(r['id'])}<br><small>{who}</small>{score}", ("q", esc(r["question"])), ("q", expect),
+               ("q", _got(r)), _retrieved(r), esc(fmt(r.get("hit_at_3"))), _judged(r), _checks(r),
+               esc(fmt(r["latency_ms"])))
+
+# %% ../../nbs/56_evals_report.ipynb #06051d83
 def _produced(s:dict) -> str:
     pb = s.get("produced_by") or {}
     return "<p>How answers were produced: " + esc(", ".join(f"{k} {v}" for k, v in pb.items())) + "</p>" if pb else ""
 
+# %% ../../nbs/56_evals_report.ipynb #443f27fe
+def _header(p:dict) -> str:
+    "The run's provenance: when, profile, mode, model, items per split, golden set and digests."
+    s, n = p["summary"], p["summary"]["n_by_split"]
+    return (f"<p>{esc(p['created_at'])} · profile {esc(p['profile'])} · mode {esc(p['answer_mode'])} · "
+            f"model {esc(p['model'] or '—')} · {s['n']} items ({n.get('tune', 0)} tune, {n.get('heldout', 0)} held-out)"
+            f" · golden <code>{esc(p['golden_path'])}</code> <small>digest {esc(p['golden_digest'][:12])} · "
+            f"settings {esc(p['settings_digest'][:12])}</small></p>")
+
+# %% ../../nbs/56_evals_report.ipynb #be24b75e
 def render_report(payload:dict) -> str:
     "The self-contained HTML page of a run, rebuilt from its JSON payload; everything escaped."
-    p, s = payload, payload["summary"]
+    p, s, j = payload, payload["summary"], payload.get("judge") or {}
     gated = {k: v for k, v in p["gate"]["thresholds"].items() if v is not None}
-    ung = (p.get("judge") or {}).get("ungated") or {}
     warn = "".join(f'<p class="warn">{esc(w)}</p>' for w in p.get("warnings", []))
-    items = "".join(_item(r) for r in p["items"])
+    summary = (_tiles(s["metrics"], gated, j.get("ungated") or {}, j.get("unreliable")) + _produced(s) + _splits(s)
+               + _categories(s) + _tags(s) + _judge(p))
+    heads = ("id", "question", "expected", "got", "retrieved (✓ expected source)", "hit@3", "judge", "checks", "ms")
+    items = _table(heads, "".join(_item(r) for r in p["items"]))
     meth = "".join(f"<li>{esc(x)}</li>" for x in p.get("methodology", []))
-    return (f"<!doctype html><html><head><meta charset=\"utf-8\"><title>Keel evaluation {esc(p['stamp'])}</title><style>{CSS}</style></head><body>"
-            f"<h1>Keel evaluation</h1><p>{esc(p['created_at'])} · profile {esc(p['profile'])} · mode {esc(p['answer_mode'])} · model {esc(p['model'] or '—')} · "
-            f"{s['n']} items ({s['n_by_split'].get('tune', 0)} tune, {s['n_by_split'].get('heldout', 0)} held-out) · golden <code>{esc(p['golden_path'])}</code> "
-            f"<small>digest {esc(p['golden_digest'][:12])} · settings {esc(p['settings_digest'][:12])}</small></p>{warn}"
-            f"<h2>Gate</h2>{_gate(p)}<h2>Summary</h2>{_tiles(s['metrics'], gated, ung, (p.get('judge') or {}).get('unreliable'))}{_produced(s)}{_splits(s)}{_categories(s)}{_tags(s)}{_judge(p)}"
-            f"<h2>Items</h2><table><tr><th>id</th><th>question</th><th>expected</th><th>got</th><th>retrieved (✓ expected source)</th><th>hit@3</th>"
-            f"<th>judge</th><th>checks</th><th>ms</th></tr>{items}</table><h2>Methodology</h2><ul>{meth}</ul></body></html>")
+    return (f'<!doctype html><html><head><meta charset="utf-8"><title>Keel evaluation {esc(p["stamp"])}</title>'
+            f"<style>{CSS}</style></head><body><h1>Keel evaluation</h1>{_header(p)}{warn}<h2>Gate</h2>{_gate(p)}"
+            f"<h2>Summary</h2>{summary}<h2>Items</h2>{items}<h2>Methodology</h2><ul>{meth}</ul></body></html>")
 
 # %% ../../nbs/56_evals_report.ipynb #36dd24b0
 def mean_interval(rows:list[dict], metric:str, n:int=1000, seed:int=0) -> tuple[float|None, float|None]:
@@ -205,6 +323,7 @@ def mean_interval(rows:list[dict], metric:str, n:int=1000, seed:int=0) -> tuple[
     ms = sorted(statistics.fmean(rng.choices(xs, k=len(xs))) for _ in range(n))
     return ms[int(0.025 * n)], ms[min(n - 1, int(0.975 * n))]
 
+# %% ../../nbs/56_evals_report.ipynb #9e06a57e
 def scorecard(result_or_payload):
     "A pandas DataFrame: metric, group, mean, interval, threshold, verdict."
     import pandas as pd
@@ -216,7 +335,8 @@ def scorecard(result_or_payload):
     for g, keys in GROUPS.items():
         for k in keys:
             lo, hi = mean_interval(rows, k) if k in RATES else (None, None)
-            verdict = ("missing" if m.get(k) is None and k in th else f"UNRELIABLE: kappa {unrel[k]}" if k in unrel and m.get(k) is not None else "REGRESSED" if k in regs else
+            verdict = ("missing" if m.get(k) is None and k in th else f"UNRELIABLE: kappa {unrel[k]}" if k in unrel
+                       and m.get(k) is not None else "REGRESSED" if k in regs else
                        f"not gated: {ung[k]}" if k in th and k in ung else "pass" if k in th else "")
             out.append(dict(metric=k, group=g, mean=m.get(k), interval=f"{lo:.2f}–{hi:.2f}" if lo is not None else "",
                             threshold=th.get(k), verdict=verdict))
@@ -241,5 +361,6 @@ def trend_figure(frame, metrics=TREND_METRICS):
     fig = go.Figure()
     for m in metrics:
         if m in frame: fig.add_trace(go.Scatter(x=frame["created_at"], y=frame[m], mode="lines+markers", name=m))
-    fig.update_layout(title="Golden-set metrics across runs", yaxis=dict(range=[0, 1.05], title="score"), xaxis_title="run")
+    fig.update_layout(title="Golden-set metrics across runs", yaxis=dict(range=[0, 1.05], title="score"),
+                      xaxis_title="run")
     return fig

@@ -46,7 +46,8 @@ def format_text(res:BenchmarkResult) -> str:
     if cmp := res.comparisons():
         out += ["",
                 f"against {res.systems[0]} (paired randomisation, {res.permutations} permutations, seed {res.seed})"]
-        out += [f"  {c['system']:<{w}} {c['level']:<8} {c['metric']:<12} {c['delta']:+.4f}  p={c['p']:.4f}" for c in cmp]
+        out += [f"  {c['system']:<{w}} {c['level']:<8} {c['metric']:<12} {c['delta']:+.4f}  p={c['p']:.4f}"
+                for c in cmp]
     head = _ndcg_key(ds.cutoffs)
     if res.systems:
         cats = sorted({c.category for c in ds.cases})
@@ -58,7 +59,8 @@ def format_text(res:BenchmarkResult) -> str:
     for g in res.gates:
         state = "SKIP" if g.passed is None else "PASS" if g.passed else "FAIL"
         val = "" if g.value is None else f"{g.value:.4f} "
-        out.append(f"gate {g.gate.id}: {state} {g.gate.system} {g.gate.level} {metric_key(g.gate.metric, g.gate.cutoff)} {val}(minimum {g.gate.minimum}) {g.detail}".rstrip())
+        out.append(f"gate {g.gate.id}: {state} {g.gate.system} {g.gate.level} "
+                   f"{metric_key(g.gate.metric, g.gate.cutoff)} {val}(minimum {g.gate.minimum}) {g.detail}".rstrip())
     out.append("PASSED" if res.passed else "FAILED")
     return "\n".join(out)
 
@@ -81,7 +83,8 @@ def to_json(res:BenchmarkResult, top:int=10) -> dict:
             "gates": [{**asdict(g.gate), "value": g.value, "passed": g.passed, "detail": g.detail} for g in res.gates],
             "passed": res.passed,
             "cases": [{"id": c.id, "category": c.category, "query": c.query, "user_tags": c.user_tags,
-                       "results": {s: {lv: {**res.scores[s][lv][c.id], "ranked": res.ranked[s][lv][c.id][:top]} for lv in LEVELS}
+                       "results": {s: {lv: {**res.scores[s][lv][c.id], "ranked": res.ranked[s][lv][c.id][:top]}
+                                       for lv in LEVELS}
                                    for s in res.systems}} for c in ds.cases]}
 
 # %% ../../nbs/50c_evals_retrieval_report.ipynb #937557c3
@@ -89,7 +92,8 @@ def to_markdown(res:BenchmarkResult) -> str:
     "A Markdown report for a pull request or a wiki page."
     ds, cols = res.dataset, _columns(res.dataset.cutoffs)
     out = [f"## Retrieval benchmark `{ds.id}`", "",
-           f"{len(ds.cases)} cases, depth {res.depth}, dataset sha256 `{ds.digest[:12]}`. **{'PASSED' if res.passed else 'FAILED'}**"]
+           f"{len(ds.cases)} cases, depth {res.depth}, dataset sha256 `{ds.digest[:12]}`. "
+           f"**{'PASSED' if res.passed else 'FAILED'}**"]
     for lv in LEVELS:
         out += ["", f"### {lv.capitalize()} level", "", "| system | " + " | ".join(cols) + " |",
                 "|---" * (len(cols) + 1) + "|"]
@@ -104,7 +108,8 @@ def to_markdown(res:BenchmarkResult) -> str:
         for g in res.gates:
             state = "skipped" if g.passed is None else "pass" if g.passed else "**FAIL**"
             val = "" if g.value is None else f"{g.value:.4f}"
-            out.append(f"| {g.gate.id} | {g.gate.system} | {g.gate.level} | {metric_key(g.gate.metric, g.gate.cutoff)} | {val} | {g.gate.minimum} | {state} {g.detail} |")
+            out.append(f"| {g.gate.id} | {g.gate.system} | {g.gate.level} | {metric_key(g.gate.metric, g.gate.cutoff)} "
+                       f"| {val} | {g.gate.minimum} | {state} {g.detail} |")
     if res.skipped: out += ["", *[f"- skipped `{s}`: {r}" for s, r in res.skipped.items()]]
     return "\n".join(out) + "\n"
 
@@ -122,5 +127,6 @@ def write_trec_run(res:BenchmarkResult, system:str, path:str|Path, level:str="do
 def write_trec_qrels(res:BenchmarkResult, path:str|Path, level:str="document") -> Path:
     "Write the judgments at one level as a TREC qrels file."
     p = Path(path); p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text("".join(f"{_docno(c.id)} 0 {d} {g}\n" for c in res.dataset.cases for d, g in res.qrels[level][c.id].items()))
+    p.write_text("".join(f"{_docno(c.id)} 0 {d} {g}\n" for c in res.dataset.cases
+                         for d, g in res.qrels[level][c.id].items()))
     return p

@@ -40,32 +40,43 @@ class LedgerCheck(NamedTuple):
 def _bad(n, seq, why): return LedgerCheck(False, n, seq, f"row {seq}: {why}")
 
 # %% ../../nbs/22_ledger.ipynb #38f6203b
-def check_rows(rows:"Iterable[dict]", # rows in file or table order: seq, ts, kind, request_id, payload (dict), prev_hash, hash
+def check_rows(rows:"Iterable[dict]", # in file or table order: seq, ts, kind, request_id, payload, prev_hash, hash
                head:"tuple[int, str]|None"=None # a (seq, hash) recorded earlier; the chain must still contain it
               ) -> LedgerCheck:
     "Recompute a hash chain and return where it first breaks."
     prev, expect, n, head_hash = "0" * 64, 1, 0, None
     for r in rows:
         n += 1
-        if not isinstance(r, dict) or "_error" in r: return _bad(n, expect, (r or {}).get("_error", "not a JSON object"))
+        if not isinstance(r, dict) or "_error" in r:
+            return _bad(n, expect, (r or {}).get("_error", "not a JSON object"))
         missing = [k for k in ("seq", "ts", "kind", "request_id", "payload", "prev_hash", "hash") if k not in r]
         if missing: return _bad(n, expect, f"lacks field(s) {', '.join(missing)}")
         seq = r["seq"]
         if seq != expect:
-            if isinstance(seq, int) and seq > expect: return _bad(n, expect, f"is missing (the next row is {seq}): deleted, or rows out of order")
+            if isinstance(seq, int) and seq > expect:
+                return _bad(n, expect, f"is missing (the next row is {seq}): deleted, or rows out of order")
             return _bad(n, expect, f"expected here, found row {seq!r}: rows inserted, duplicated or out of order")
-        if r["prev_hash"] != prev: return _bad(n, seq, "does not chain from the row before it (prev_hash mismatch): a row was inserted, deleted or moved")
+        if r["prev_hash"] != prev:
+            return _bad(n, seq,
+                        "does not chain from the row before it (prev_hash mismatch): a row was inserted, deleted or "
+                        "moved")
         p = r["payload"]
         if not isinstance(p, dict): return _bad(n, seq, "payload is not a JSON object")
         try: h = row_hash(r["prev_hash"], r["kind"], r["request_id"], p)
         except (TypeError, ValueError) as e: return _bad(n, seq, f"cannot be hashed: {e}")
-        if h != r["hash"]: return _bad(n, seq, "contents do not match its hash: kind, request id or payload edited, or the hash altered")
-        if "_ts" in p and p["_ts"] != r["ts"]: return _bad(n, seq, f"ts {r['ts']!r} differs from the hashed time {p['_ts']!r}")
+        if h != r["hash"]:
+            return _bad(n, seq,
+                        "contents do not match its hash: kind, request id or payload edited, or the hash altered")
+        if "_ts" in p and p["_ts"] != r["ts"]:
+            return _bad(n, seq, f"ts {r['ts']!r} differs from the hashed time {p['_ts']!r}")
         if head and seq == head[0]: head_hash = r["hash"]
         prev, expect = r["hash"], expect + 1
     if head and head[0] > 0:
-        if head[0] >= expect: return LedgerCheck(False, n, expect, f"truncated: the ledger ends at row {expect - 1} but the recorded head is row {head[0]}")
-        if head_hash != head[1]: return LedgerCheck(False, n, head[0], f"row {head[0]}: hash differs from the recorded head")
+        if head[0] >= expect:
+            return LedgerCheck(False, n, expect,
+                               f"truncated: the ledger ends at row {expect - 1} but the recorded head is row {head[0]}")
+        if head_hash != head[1]:
+            return LedgerCheck(False, n, head[0], f"row {head[0]}: hash differs from the recorded head")
     return LedgerCheck(True, n, None, "")
 
 # %% ../../nbs/22_ledger.ipynb #5080974d
@@ -98,7 +109,8 @@ def standalone_verifier() -> str:
     "Source of a stdlib-only script that checks a ledger export."
     import inspect, importlib
     m = importlib.import_module("keel.safety.ledger")  # the exported module, where the source lives
-    parts = [inspect.getsource(getattr(m, n)) for n in ("LedgerCheck", "_bad", "canonical", "row_hash", "check_rows", "_file_rows", "verify_file")]
+    parts = [inspect.getsource(getattr(m, n))
+             for n in ("LedgerCheck", "_bad", "canonical", "row_hash", "check_rows", "_file_rows", "verify_file")]
     return "import json, hashlib\nfrom typing import NamedTuple\n\n" + "\n".join(parts) + _MAIN
 
 # %% ../../nbs/22_ledger.ipynb #92fbd20a
@@ -120,12 +132,16 @@ class Ledger:
 # %% ../../nbs/22_ledger.ipynb #e9482452
 def _payload(kind, request_id, payload) -> dict:
     if not isinstance(kind, str) or not kind: raise InputError(f"ledger kind must be a non-empty string, got {kind!r}")
-    if not isinstance(request_id, str): raise InputError(f"ledger request_id must be a string, got {type(request_id).__name__}")
+    if not isinstance(request_id, str):
+        raise InputError(f"ledger request_id must be a string, got {type(request_id).__name__}")
     if not isinstance(payload, dict): raise InputError(f"ledger payload must be a dict, got {type(payload).__name__}")
-    if "_ts" in payload: raise InputError("ledger payload key '_ts' is reserved", fix="rename the key; the ledger stamps the time itself")
+    if "_ts" in payload:
+        raise InputError("ledger payload key '_ts' is reserved",
+                         fix="rename the key; the ledger stamps the time itself")
     try: return json.loads(canonical(payload))
     except (TypeError, ValueError) as e:
-        raise InputError(f"ledger payload for {kind!r} is not plain JSON: {e}", fix="pass str, numbers, bools, None, lists and dicts only") from None
+        raise InputError(f"ledger payload for {kind!r} is not plain JSON: {e}",
+                         fix="pass str, numbers, bools, None, lists and dicts only") from None
 
 # %% ../../nbs/22_ledger.ipynb #86337d7c
 @patch
@@ -139,7 +155,8 @@ def append(self:Ledger, kind:str, # what happened, e.g. "answer", "ingest", "qua
         seq, prev = self.head()
         ts = _now(); p["_ts"] = ts
         h = row_hash(prev, kind, request_id, p)
-        self.con.execute("INSERT INTO ledger(seq, ts, kind, request_id, payload, prev_hash, hash) VALUES (?,?,?,?,?,?,?)",
+        self.con.execute("INSERT INTO ledger(seq, ts, kind, request_id, payload, prev_hash, hash) VALUES "
+                         "(?,?,?,?,?,?,?)",
                          (seq + 1, ts, kind, request_id, canonical(p), prev, h))
     return dict(seq=seq + 1, ts=ts, kind=kind, request_id=request_id, payload=p, prev_hash=prev, hash=h)
 
@@ -175,7 +192,8 @@ def parse_head(text:str) -> tuple[int, str]:
         s, h = text.split(":", 1); s = int(s)
         assert s >= 0 and len(h) == 64 and all(c in "0123456789abcdef" for c in h)
     except (ValueError, AssertionError):
-        raise InputError(f"not a ledger head: {text!r}", fix="write it as SEQ:HASH, as printed by `keel verify-ledger`") from None
+        raise InputError(f"not a ledger head: {text!r}",
+                         fix="write it as SEQ:HASH, as printed by `keel verify-ledger`") from None
     return s, h
 
 def verify_ledger_cli(con:sqlite3.Connection, head:str|tuple[int, str]|None=None) -> tuple[int, str]:

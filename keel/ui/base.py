@@ -20,7 +20,8 @@ CSS = """<style>
 .keel-spinner{display:inline-block;width:.9em;height:.9em;border:2px solid #ccd;border-top-color:#446;border-radius:50%;
  animation:keel-spin .8s linear infinite;vertical-align:middle;margin-right:.4em}
 @keyframes keel-spin{to{transform:rotate(360deg)}}
-.keel-table{border-collapse:collapse;margin:.3rem 0}.keel-table td,.keel-table th{border:1px solid #e3e3ea;padding:.2rem .4rem;
+.keel-table{border-collapse:collapse;margin:.3rem 0}.keel-table td,.keel-table th{border:1px solid \
+#e3e3ea;padding:.2rem .4rem;
  vertical-align:top;text-align:left}.keel-table th{background:#f4f5f9}
 .keel-refusal{padding:.5rem .8rem;border-radius:6px;background:#fff4d6}
 .keel-passage{border-left:3px solid #99a;padding:.3rem .8rem;background:#fafafd}
@@ -55,7 +56,8 @@ def html_table(rows:list[dict], # one dict per row
     "An HTML table with every cell escaped except the `raw` columns."
     cols = cols or (list(rows[0]) if rows else [])
     head = "".join(f"<th>{esc(c)}</th>" for c in cols)
-    body = "".join("<tr>" + "".join(f"<td>{r.get(c, '') if c in raw else esc(r.get(c))}</td>" for c in cols) + "</tr>" for r in rows)
+    body = "".join("<tr>" + "".join(f"<td>{r.get(c, '') if c in raw else esc(r.get(c))}</td>" for c in cols) + "</tr>"
+                   for r in rows)
     return f'<table class="{esc(cls)}"><tr>{head}</tr>{body}</table>'
 
 # %% ../../nbs/91_ui_base.ipynb #676b85d4
@@ -69,13 +71,16 @@ def context_problem(ctx) -> str|None:
 # %% ../../nbs/91_ui_base.ipynb #51adcd51
 def ledger_rows(con, request_id:str) -> list[dict]:
     "The ledger rows of one request, oldest first, payloads parsed."
-    rows = con.execute("SELECT seq, ts, kind, payload, hash FROM ledger WHERE request_id = ? ORDER BY seq", (request_id,))
-    return [dict(seq=r["seq"], ts=r["ts"], kind=r["kind"], payload=json.loads(r["payload"]), hash=r["hash"]) for r in rows]
+    rows = con.execute("SELECT seq, ts, kind, payload, hash FROM ledger WHERE request_id = ? ORDER BY seq",
+                       (request_id,))
+    return [dict(seq=r["seq"], ts=r["ts"], kind=r["kind"], payload=json.loads(r["payload"]), hash=r["hash"])
+            for r in rows]
 
 def ledger_html(rows:list[dict]) -> str:
     "Ledger rows as a table: seq, time, kind, the start of the hash, the payload."
     return html_table([dict(seq=r["seq"], ts=r["ts"], kind=r["kind"], hash=r["hash"][:12] + "…",
-                            payload=json.dumps({k: v for k, v in r["payload"].items() if k != "_ts"}, ensure_ascii=False)[:300])
+                            payload=json.dumps({k: v for k, v in r["payload"].items() if k != "_ts"},
+                                               ensure_ascii=False)[:300])
                        for r in rows], cls="keel-table keel-ledger-rows")
 
 # %% ../../nbs/91_ui_base.ipynb #7e43783f
@@ -89,17 +94,20 @@ def snapshot_html(w) -> str:
     if isinstance(w, W.Text): return f'<span>{label}<input disabled value="{esc(w.value)}"></span> '
     if isinstance(w, (W.Select, W.SelectMultiple)):
         chosen = w.label if isinstance(w.label, tuple) else (w.label,)
-        return f"<div>{label}" + "".join(f"<div>{'▸ ' if o in chosen else ''}{esc(o)}</div>" for o in w._options_labels) + "</div>"
+        return f"<div>{label}" + "".join(f"<div>{'▸ ' if o in chosen else ''}{esc(o)}</div>"
+                                         for o in w._options_labels) + "</div>"
     if isinstance(w, W.Dropdown): return f'<span>{label}<b>{esc(w.label)}</b></span> '
     if isinstance(w, W.Output): return '<p class="keel-muted">(live output: run the notebook to see it)</p>'
     if isinstance(w, W.Box):
         inner = "".join(snapshot_html(c) for c in w.children)
-        return f'<div style="display:flex;gap:.5rem;align-items:center">{inner}</div>' if isinstance(w, W.HBox) else f"<div>{inner}</div>"
+        return f'<div style="display:flex;gap:.5rem;align-items:center">{inner}</div>' if isinstance(
+            w, W.HBox) else f"<div>{inner}</div>"
     return ""
 
 class Snapshot:
     "Mix into a panel: its display data also carries `snapshot_html` of it, for renderers without a kernel."
     def _repr_mimebundle_(self, **kw):
         b = super()._repr_mimebundle_(**kw) or {}
-        html = f'<div class="keel-snapshot tex2jax_ignore mathjax_ignore">{CSS}{snapshot_html(self)}</div>'   # "$92,000" is not maths
+        # "$92,000" is not maths
+        html = f'<div class="keel-snapshot tex2jax_ignore mathjax_ignore">{CSS}{snapshot_html(self)}</div>'
         return b | {"text/html": html, "text/plain": f"<{type(self).__name__}>"}
