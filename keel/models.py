@@ -125,26 +125,25 @@ def default_embedding_dir(models_dir:Path # where prepared weights live (`Settin
     return out
 
 # %% ../nbs/04_models.ipynb #a55b9aa7
+def _given_path(path, var:str, ok, what:str, target:str, packaged:str) -> Path:
+    "A model path the settings give, expanded; `ModelError` naming `var` when it is not `what`."
+    p = Path(path).expanduser()
+    if not ok(p): raise ModelError(f"{var}={p} is not {what}",
+                                   fix=f"point {var} at {target}, or unset it to use the packaged {packaged}")
+    return p
+
+def _has_onnx(p:Path) -> bool: return p.is_dir() and (any(p.glob("*.onnx")) or any(p.glob("onnx/*.onnx")))
+
 def resolve_llm_path(settings) -> Path:
     "The GGUF file the in-process LLM loads: `settings.llm_path`, else the packaged default."
-    if settings.llm_path:
-        p = Path(settings.llm_path).expanduser()
-        if not p.is_file(): raise ModelError(f"KEEL_LLM_PATH={p} is not a file",
-                                             fix="point KEEL_LLM_PATH at a GGUF file, or unset it to use the packaged "
-                                                 "Gemma 3 270M")
-        return p
-    return default_llm_path(settings.models_dir)
+    if not settings.llm_path: return default_llm_path(settings.models_dir)
+    return _given_path(settings.llm_path, "KEEL_LLM_PATH", Path.is_file, "a file", "a GGUF file", "Gemma 3 270M")
 
 def resolve_embedding_dir(settings) -> Path:
     "The fastembed model folder: `settings.embed_path`, else the packaged default."
-    if settings.embed_path:
-        p = Path(settings.embed_path).expanduser()
-        if not p.is_dir() or not (any(p.glob("*.onnx")) or any(p.glob("onnx/*.onnx"))):
-            raise ModelError(f"KEEL_EMBED_PATH={p} is not a folder holding an .onnx model",
-                             fix="point KEEL_EMBED_PATH at a fastembed model folder, or unset it to use the packaged "
-                                 "MiniLM")
-        return p
-    return default_embedding_dir(settings.models_dir)
+    if not settings.embed_path: return default_embedding_dir(settings.models_dir)
+    return _given_path(settings.embed_path, "KEEL_EMBED_PATH", _has_onnx, "a folder holding an .onnx model",
+                       "a fastembed model folder", "MiniLM")
 
 # %% ../nbs/04_models.ipynb #b0af433b
 def prepare_models(settings) -> dict:
