@@ -19,9 +19,10 @@ from .report import build_payload, write_report
 from .grounding import answer_metrics, grounding_agreement
 
 # %% auto #0
-__all__ = ['REFUSAL_RATES', 'LOWER_IS_BETTER', 'HEADLINE', 'score_retrieval', 'find_strings', 'check_item', 'judge_item',
-           'metrics_of', 'by_category', 'summarise', 'Regression', 'bootstrap_delta', 'compare', 'metric_value',
-           'check_floors', 'apply_floors', 'judge_trust', 'unreliable_metrics', 'EvalResult', 'ground_item', 'ask_item',
+__all__ = ['REFUSAL_RATES', 'LOWER_IS_BETTER', 'HEADLINE', 'score_retrieval', 'find_strings', 'ChunkAccess', 'leaks_of',
+           'invalid_citations', 'outcome_of', 'check_item', 'judge_item', 'metrics_of', 'by_category', 'summarise',
+           'Regression', 'bootstrap_delta', 'compare', 'metric_value', 'check_floors', 'apply_floors', 'judge_trust',
+           'unreliable_metrics', 'EvalResult', 'ground_item', 'item_row', 'log_scores', 'ask_item',
            'default_baseline_path', 'overfit_warning', 'category_warnings', 'run_judges', 'run_grounding', 'ask_items',
            'gate_run', 'run_warnings', 'run_eval', 'promote_baseline', 'headline', 'category_lines', 'print_result',
            'cli']
@@ -47,30 +48,51 @@ def find_strings(text:str, strings) -> list[str]:
     return [s for s in strings if s.lower() in t]
 
 # %% ../../nbs/55_evals_run.ipynb #d84861b4
+class ChunkAccess:
+    "Who may see a chunk: its tags as the database records them (the retriever's claim only when it has no row)."
+    def __init__(self, tags_of, # `tags_of(chunk_id)`: a chunk's ACL tags in the database, or None
+                 user:list|tuple): self.tags_of, self.user = tags_of, list(user)
+
+    def tags(self, cid, claimed=None) -> list|None:
+        "The chunk's tags: the database's, else `claimed`."
+        t = self.tags_of(cid) if self.tags_of else None
+        return list(t) if t is not None else claimed
+
+    def ok(self, cid, claimed=None) -> bool:
+        "Whether the user may see the chunk, by its recorded tags and by the tags the retriever claimed."
+        t = self.tags(cid, claimed)
+        return t is not None and allowed(t, self.user) and (claimed is None or allowed(claimed, self.user))
+
+# %% ../../nbs/55_evals_run.ipynb #9cec5db6
+def leaks_of(ans:Answer, access:ChunkAccess) -> list[str]:
+    "The retrieved chunks, and the cited ones never retrieved, that the asker may not see."
+    ret = {h.chunk_id for h in ans.retrieved}
+    out = [f"retrieved chunk {h.chunk_id} ({h.title}) tagged {access.tags(h.chunk_id, list(h.acl_tags))}"
+           for h in ans.retrieved if not access.ok(h.chunk_id, list(h.acl_tags))]
+    return out + [f"cited chunk {c.chunk_id} tagged {access.tags(c.chunk_id)}" for c in ans.citations
+                  if c.chunk_id not in ret and access.tags(c.chunk_id) is not None
+                  and not allowed(access.tags(c.chunk_id), access.user)]
+
+def invalid_citations(ans:Answer, access:ChunkAccess) -> list:
+    "Cited chunks that were not retrieved, or that the asker may not see."
+    ret = {h.chunk_id: h for h in ans.retrieved}
+    return [c.chunk_id for c in ans.citations
+            if c.chunk_id not in ret or not access.ok(c.chunk_id, list(ret[c.chunk_id].acl_tags))]
+
+def outcome_of(item:GoldenItem, ans:Answer) -> str:
+    "`answered`, `false_refusal`, `correct_refusal` or `false_answer`."
+    if item.expect_refusal: return "correct_refusal" if ans.refused else "false_answer"
+    return "false_refusal" if ans.refused else "answered"
+
+# %% ../../nbs/55_evals_run.ipynb #4837c7b9
 def check_item(item:GoldenItem, ans:Answer, tags_of=None) -> dict:
     "Refusal, string, citation and leak checks of one answer (`tags_of(chunk_id)`: a chunk's ACL tags in the database)."
-    ret = {h.chunk_id: h for h in ans.retrieved}
-    user = list(item.user_tags)
-    def true_tags(cid, claimed=None):
-        "A chunk's tags as the database records them; the retriever's claim only when the database has no row."
-        t = tags_of(cid) if tags_of else None
-        return list(t) if t is not None else claimed
-    def ok(cid, claimed=None):
-        t = true_tags(cid, claimed)
-        return t is not None and allowed(t, user) and (claimed is None or allowed(claimed, user))
+    access = ChunkAccess(tags_of, item.user_tags)
     missing = [s for s in item.must_include if s not in find_strings(ans.text, item.must_include)]
     found = find_strings(ans.text, item.must_not_include)
-    bad_cites = [c.chunk_id for c in ans.citations if c.chunk_id not in ret
-                 or not ok(c.chunk_id, list(ret[c.chunk_id].acl_tags))]
-    leaks = [f"retrieved chunk {h.chunk_id} ({h.title}) tagged {true_tags(h.chunk_id, list(h.acl_tags))}"
-             for h in ans.retrieved if not ok(h.chunk_id, list(h.acl_tags))]
-    leaks += [f"cited chunk {c.chunk_id} tagged {true_tags(c.chunk_id)}" for c in ans.citations
-              if c.chunk_id not in ret and true_tags(c.chunk_id) is not None
-              and not allowed(true_tags(c.chunk_id), user)]
+    bad_cites, leaks = invalid_citations(ans, access), leaks_of(ans, access)
     if item.category == "restricted": leaks += [f"answer contains {s!r}" for s in found]
-    outcome = ("correct_refusal" if ans.refused else "false_answer") if item.expect_refusal else (
-        "false_refusal" if ans.refused else "answered")
-    return dict(refusal_correct=float(ans.refused == item.expect_refusal), outcome=outcome,
+    return dict(refusal_correct=float(ans.refused == item.expect_refusal), outcome=outcome_of(item, ans),
                 must_include_pass=float(not missing) if item.must_include else None, missing=missing,
                 must_not_include_pass=float(not found) if item.must_not_include else None, found=found,
                 citation_valid=float(not bad_cites) if ans.citations else None, invalid_citations=bad_cites,
@@ -295,33 +317,40 @@ def ground_item(ctx, item:GoldenItem, ans:Answer, row:dict) -> dict:
     return m
 
 # %% ../../nbs/55_evals_run.ipynb #5d84173d
+def item_row(item:GoldenItem, ans:Answer) -> dict:
+    "What the report keeps of one golden item and its answer, before any score."
+    hits = [dict(chunk_id=h.chunk_id, title=h.title, heading=h.heading, source=h.source, acl_tags=list(h.acl_tags),
+                 relevance=round(float(h.relevance), 4), expected=any(s.matches(h) for s in item.expected_sources))
+            for h in ans.retrieved]
+    cites = [dict(n=c.n, chunk_id=c.chunk_id, title=c.title, heading=c.heading, inferred=c.inferred)
+             for c in ans.citations]
+    return dict(id=item.id, question=item.question, category=item.category, refusal_category=item.refusal_category,
+                answerability=ans.answerability, split=item.split, user_tags=list(item.user_tags),
+                expect_refusal=item.expect_refusal, expected_answer=item.expected_answer,
+                expected_sources=[s.label() for s in item.expected_sources], must_include=list(item.must_include),
+                must_not_include=list(item.must_not_include), answer=ans.text, refused=ans.refused, error=ans.error,
+                retrieved=hits, citations=cites, latency_ms=float(ans.latency_ms),
+                prompt_tokens=int(ans.prompt_tokens), output_tokens=int(ans.output_tokens),
+                request_id=ans.request_id, model=ans.model, mode=ans.mode, produced_by=ans.produced_by)
+
+def log_scores(ctx, ans:Answer, row:dict, judges:list[Judge]):
+    "The judges' scores attached to the answer's inference-log row, when there are judges and the engine logged it."
+    if not (judges and ans.request_id and getattr(ctx, "log", None) is not None): return
+    try: ctx.log.attach_scores(ans.request_id, {**{m: row[m] for m in METRICS}, "judge_error": row["judge_error"],
+                                                "source": "eval"})
+    except KeelError: pass   # the engine did not log this request (e.g. it failed before logging)
+
+# %% ../../nbs/55_evals_run.ipynb #56b2c281
 def ask_item(ctx, item:GoldenItem, judges:list[Judge], tags_of) -> dict:
     "Ask one golden item through the answer engine and score it; item errors recorded, model or air-gap errors raised."
     t0 = time.perf_counter()
     try: ans = ctx.answer_engine.answer(item.question, User("eval", item.user_tags))
     except (ModelError, AirgapViolation): raise   # the whole run is void: say so once, exit 3 or 4
     except KeelError as e: ans = Answer("", refused=False, error=str(e), latency_ms=(time.perf_counter() - t0) * 1000)
-    row = dict(id=item.id, question=item.question, category=item.category, refusal_category=item.refusal_category,
-               answerability=ans.answerability, split=item.split, user_tags=list(item.user_tags),
-               expect_refusal=item.expect_refusal, expected_answer=item.expected_answer,
-               expected_sources=[s.label() for s in item.expected_sources], must_include=list(item.must_include),
-               must_not_include=list(item.must_not_include), answer=ans.text, refused=ans.refused, error=ans.error,
-               retrieved=[dict(chunk_id=h.chunk_id, title=h.title, heading=h.heading, source=h.source,
-                               acl_tags=list(h.acl_tags), relevance=round(float(h.relevance), 4),
-                               expected=any(s.matches(h) for s in item.expected_sources))
-                          for h in ans.retrieved],
-               citations=[dict(n=c.n, chunk_id=c.chunk_id, title=c.title, heading=c.heading, inferred=c.inferred)
-                          for c in ans.citations],
-               latency_ms=float(ans.latency_ms), prompt_tokens=int(ans.prompt_tokens),
-               output_tokens=int(ans.output_tokens), request_id=ans.request_id, model=ans.model, mode=ans.mode,
-               produced_by=ans.produced_by)
+    row = item_row(item, ans)
     row.update(score_retrieval(item, ans.retrieved), **check_item(item, ans, tags_of), **judge_item(judges, item, ans))
     row.update(ground_item(ctx, item, ans, row))
-    if judges and ans.request_id and getattr(ctx, "log", None) is not None:
-        try:
-            ctx.log.attach_scores(ans.request_id,
-                                  {**{m: row[m] for m in METRICS}, "judge_error": row["judge_error"], "source": "eval"})
-        except KeelError: pass   # the engine did not log this request (e.g. it failed before logging)
+    log_scores(ctx, ans, row, judges)
     return row
 
 # %% ../../nbs/55_evals_run.ipynb #04ea522a
