@@ -149,31 +149,27 @@ def _feed(stream, data:bytes):
     except (BrokenPipeError, OSError): pass
 
 # %% ../../nbs/60_evals_answer_command.ipynb #ec72f77c
-def run_command(argv:Sequence[str], # the program and its arguments
-                payload:dict, # the JSON written to its stdin
-                timeout:float=DEFAULT_TIMEOUT, # seconds before it is killed
-                max_output:int=MAX_OUTPUT, # bytes of stdout allowed
-               ):
-    "Run `argv` without a shell, send `payload` as JSON, return the JSON it prints."
-    argv = [os.fspath(a) for a in argv]
+def _start(argv:list[str]) -> subprocess.Popen:
+    "Start the program without a shell; one that is empty or cannot start is an `InputError`."
     if not argv:
         raise InputError("answer command is empty",
                          fix="give a program, e.g. --answer-command python examples/answer_command.py")
-    try: proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try: return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     except OSError as e:
         _bad(f"cannot start {argv[0]!r}: {e.strerror or e}", fix="check the program path and that it is executable")
+
+def _exchange(proc:subprocess.Popen, payload:dict,
+              max_output:int) -> tuple[list, bytearray, bytearray, threading.Event]:
+    "Started threads that write `payload` to the program's stdin and read its stdout (bounded) and stderr."
     out, err, over = bytearray(), bytearray(), threading.Event()
     threads = [threading.Thread(target=_feed, args=(proc.stdin, json.dumps(payload).encode()), daemon=True),
                threading.Thread(target=_drain, args=(proc.stdout, out, max_output, over, proc), daemon=True),
                threading.Thread(target=_drain, args=(proc.stderr, err, 1 << 20, threading.Event(), proc), daemon=True)]
     for t in threads: t.start()
-    try: rc = proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill(); proc.wait()
-        _bad(f"{argv[0]} did not finish within {timeout:g} s and was stopped",
-             fix="make it faster or raise the timeout (--answer-timeout)")
-    finally:
-        for t in threads: t.join(timeout=5)
+    return threads, out, err, over
+
+def _reply(argv:list[str], rc:int, out:bytes, err:bytes, over:threading.Event, max_output:int) -> dict:
+    "The JSON the program printed, or an `InputError` saying why there is none."
     if over.is_set():
         _bad(f"{argv[0]} wrote more than {max_output:,} bytes to stdout", fix="print only the JSON response")
     if rc != 0:
@@ -184,6 +180,25 @@ def run_command(argv:Sequence[str], # the program and its arguments
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         _bad(f"{argv[0]} did not print valid JSON ({e}); output starts {out[:80].decode('utf-8','replace')!r}",
              fix="print exactly one JSON object on stdout")
+
+# %% ../../nbs/60_evals_answer_command.ipynb #0304ca2f
+def run_command(argv:Sequence[str], # the program and its arguments
+                payload:dict, # the JSON written to its stdin
+                timeout:float=DEFAULT_TIMEOUT, # seconds before it is killed
+                max_output:int=MAX_OUTPUT, # bytes of stdout allowed
+               ):
+    "Run `argv` without a shell, send `payload` as JSON, return the JSON it prints."
+    argv = [os.fspath(a) for a in argv]
+    proc = _start(argv)
+    threads, out, err, over = _exchange(proc, payload, max_output)
+    try: rc = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill(); proc.wait()
+        _bad(f"{argv[0]} did not finish within {timeout:g} s and was stopped",
+             fix="make it faster or raise the timeout (--answer-timeout)")
+    finally:
+        for t in threads: t.join(timeout=5)
+    return _reply(argv, rc, bytes(out), bytes(err), over, max_output)
 
 # %% ../../nbs/60_evals_answer_command.ipynb #f480f12f
 def answer_with_command(argv:Sequence[str], # the program and its arguments
