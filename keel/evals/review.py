@@ -464,6 +464,23 @@ def _head(root:Path, prefix:str) -> dict:
     return dict(commit=commit, dirty=dirty)
 
 # %% ../../nbs/58_evals_review.ipynb #7c34f21c
+def _check_gate(gate:str, base:str|None):
+    "`InputError` for an unknown gate, or for the regressions gate without a base to regress from."
+    if gate not in GATES: raise InputError(f"--gate must be all or regressions, got {gate!r}")
+    if gate == "regressions" and not base:
+        raise InputError("--gate regressions needs --base REF",
+                         fix="pass --base, e.g. --base origin/main, or use --gate all")
+
+def _run_base(ds:ReviewDataset, root:Path, commit:str, prefix:str, target:Path, make_context:Callable,
+              **kw) -> tuple[dict, list[str], set[str]]:
+    "The base revision's outcomes and ingest failures, and the files that differ between it and the working folder."
+    with tempfile.TemporaryDirectory(prefix="keel-review-base-") as d:
+        kb_base = extract_revision(root, commit, prefix, Path(d))
+        base_out, base_fails = run_revision(ds, kb_base, commit, make_context, **kw)
+        bd, wd = file_digests(kb_base), file_digests(target)
+    return base_out, base_fails, {p for p in set(bd) | set(wd) if bd.get(p) != wd.get(p)}
+
+# %% ../../nbs/58_evals_review.ipynb #b3e8b305
 def review(dataset_path:Path|str, # a review dataset (type: review)
            target_dir:Path|str|None=None, # the knowledge-base folder in a git repository; default: the dataset's
            *, base:str|None=None, # git revision to compare with; None evaluates the working revision only
@@ -473,10 +490,7 @@ def review(dataset_path:Path|str, # a review dataset (type: review)
            timeout:float=DEFAULT_TIMEOUT, # seconds the answer command may run per revision
           ) -> ReviewResult:
     "Evaluate a review dataset on the working revision of a knowledge base; with `base`, compare with that revision."
-    if gate not in GATES: raise InputError(f"--gate must be all or regressions, got {gate!r}")
-    if gate == "regressions" and not base:
-        raise InputError("--gate regressions needs --base REF",
-                         fix="pass --base, e.g. --base origin/main, or use --gate all")
+    _check_gate(gate, base)
     ds = load_review_dataset(dataset_path)
     target = Path(target_dir) if target_dir is not None else (ds.knowledge_base or Path("."))
     root, prefix = locate(target)
@@ -488,11 +502,7 @@ def review(dataset_path:Path|str, # a review dataset (type: review)
     if commit is None:
         return ReviewResult(ds, gate, _compare(ds, work, None, set()), _head(root, prefix),
                             ingest_failures=dict(working=fails))
-    with tempfile.TemporaryDirectory(prefix="keel-review-base-") as d:
-        kb_base = extract_revision(root, commit, prefix, Path(d))
-        base_out, base_fails = run_revision(ds, kb_base, commit, make_context, **kw)
-        bd, wd = file_digests(kb_base), file_digests(target)
-    changed_files = {p for p in set(bd) | set(wd) if bd.get(p) != wd.get(p)}
+    base_out, base_fails, changed_files = _run_base(ds, root, commit, prefix, target, make_context, **kw)
     changed = changed_paths(root, commit, prefix)
     cases = _compare(ds, work, base_out, changed_files)
     linked = set().union(*(linked_paths(c.case, [c.work, c.base]) for c in cases))
