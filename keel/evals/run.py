@@ -24,8 +24,8 @@ __all__ = ['REFUSAL_RATES', 'LOWER_IS_BETTER', 'HEADLINE', 'score_retrieval', 'f
            'Regression', 'bootstrap_delta', 'compare', 'metric_value', 'check_floors', 'apply_floors', 'judge_trust',
            'unreliable_metrics', 'EvalResult', 'ground_item', 'item_row', 'log_scores', 'ask_item',
            'default_baseline_path', 'overfit_warning', 'category_warnings', 'run_judges', 'run_grounding', 'ask_items',
-           'gate_run', 'run_warnings', 'run_eval', 'promote_baseline', 'headline', 'category_lines', 'print_result',
-           'cli']
+           'gate_run', 'run_warnings', 'run_eval', 'promote_baseline', 'headline', 'category_lines', 'floor_lines',
+           'gate_lines', 'print_result', 'cli']
 
 # %% ../../nbs/55_evals_run.ipynb #38dee817
 def score_retrieval(item:GoldenItem, hits:list) -> dict:
@@ -539,28 +539,33 @@ def category_lines(summary:dict) -> list[str]:
     return ["refusal by category:", *out] if out else []
 
 # %% ../../nbs/55_evals_run.ipynb #0f7fe31e
+def floor_lines(gate:dict) -> list[str]:
+    "One line per floor the golden set declares, with its verdict."
+    def verdict(f):
+        if f["passed"] is None: return "not applicable (no such items)"
+        return f"{round(f['current'], 3)} {'ok' if f['passed'] else 'FAILED'}"
+    return [f"floor: {f['metric']} {f['direction']} {f['bound']}: {verdict(f)}" for f in gate.get("floors", [])]
+
+def gate_lines(res:EvalResult) -> list[str]:
+    "The tolerances against the baseline, the regressions and the gate's verdict."
+    g, ungated = res.payload["gate"], (res.payload.get("judge") or {}).get("ungated") or {}
+    regs = [f"regression: {r.metric} {r.baseline} -> {r.current} (tolerance {r.threshold}; 95% CI of change "
+            f"{r.ci_low} .. {r.ci_high})" for r in res.regressions if r.rule == "tolerance"]
+    if not g["baseline_found"]:
+        return [f"gate: passed (no baseline at {g['baseline_path']})" if res.gate_passed else "gate: FAILED", *regs]
+    tol = ", ".join(f"{k} {v}" for k, v in g["thresholds"].items() if v is not None and k not in ungated)
+    verdict = "gate: passed" if res.gate_passed else "gate: FAILED on " + ", ".join(r.metric for r in res.regressions)
+    return [f"tolerances against the baseline: {tol}", *regs, verdict]
+
+# %% ../../nbs/55_evals_run.ipynb #71c9da21
 def print_result(res:EvalResult):
     "Headline metrics, producers, refusal by category, floors, the gate and its regressions, and the report paths."
-    m, g, j = res.summary["metrics"], res.payload["gate"], res.payload.get("judge") or {}
+    m, j = res.summary["metrics"], res.payload.get("judge") or {}
     print(f"{res.summary['n']} items: " + headline(m, j.get("unreliable") or {}, j.get("kappa_bar", 0.4)))
     if res.summary.get("produced_by"):
         print("produced by: " + ", ".join(f"{k} {v}" for k, v in res.summary["produced_by"].items()))
     print("\n".join(category_lines(res.summary)))
-    for f in g.get("floors", []):
-        print(f"floor: {f['metric']} {f['direction']} {f['bound']}: "
-              + ("not applicable (no such items)" if f["passed"] is None else
-              f"{round(f['current'], 3)} {'ok' if f['passed'] else 'FAILED'}"))
-    ungated = (res.payload.get("judge") or {}).get("ungated") or {}
-    tol = ", ".join(f"{k} {v}" for k, v in g["thresholds"].items() if v is not None and k not in ungated)
-    if g["baseline_found"]: print(f"tolerances against the baseline: {tol}")
-    if not g["baseline_found"]:
-        print(f"gate: passed (no baseline at {g['baseline_path']})" if res.gate_passed else "gate: FAILED")
-    for r in res.regressions:
-        if r.rule == "tolerance":
-            print(f"regression: {r.metric} {r.baseline} -> {r.current} (tolerance {r.threshold}; 95% CI of change "
-                  f"{r.ci_low} .. {r.ci_high})")
-    if g["baseline_found"]:
-        print("gate: passed" if res.gate_passed else "gate: FAILED on " + ", ".join(r.metric for r in res.regressions))
+    for line in floor_lines(res.payload["gate"]) + gate_lines(res): print(line)
     print(f"report: {res.report_html_path}\njson: {res.report_json_path}")
 
 # %% ../../nbs/55_evals_run.ipynb #54196551
