@@ -74,7 +74,8 @@ class Settings:
     # refuse below this answerability; empty means the active calibration's threshold
     min_answerability: float|None = None
     target_false_answer: float = 0.10        # the false-answer rate `keel calibrate` chooses its threshold for
-    # `learned` (the patterns plus the learned layer) or `heuristic` (the patterns alone)
+    # `learned` (patterns or learned layer), `confirmed` (the layer must confirm the patterns) or `heuristic` (patterns
+    # alone)
     injection_screen: str = "learned"
     # where embedding batches, eval items and benchmark queries run: `local` or `ray`
     executor: str = "local"
@@ -127,8 +128,8 @@ def _parse(name:str, raw:str, typ):
 # %% ../nbs/01_config.ipynb #7aba451c
 _CHOICES = dict(answer_mode=("generative","extractive"), llm_backend=("llama","openai"),
                 embed_backend=("fastembed","openai"), vector_index=("flat","hnsw"),
-                pii_mode=("redact","hash","keep"), injection_screen=("learned","heuristic"), executor=("local","ray"),
-                fusion=("rrf","convex"))
+                pii_mode=("redact","hash","keep"), injection_screen=("learned","confirmed","heuristic"),
+                executor=("local","ray"), fusion=("rrf","convex"))
 
 def validate(s:Settings) -> Settings:
     "Check ranges, choices and relations between fields; return `s` or raise `ConfigError`."

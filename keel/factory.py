@@ -105,8 +105,8 @@ def retriever(self:AppContext):
 def screen(self:AppContext):
     "The injection screen (KEEL_INJECTION_SCREEN) that ingest, questions and agent tool results go through."
     from keel.safety.screen import screen
-    from keel.safety.learned import screen_learned
-    return screen_learned if self.settings.injection_screen == "learned" else screen
+    from keel.safety.learned import screen_learned, screen_confirmed
+    return dict(learned=screen_learned, confirmed=screen_confirmed).get(self.settings.injection_screen, screen)
 
 @patch(as_prop=True)
 def ingestor(self:AppContext):
