@@ -18,9 +18,9 @@ from .prompts import (REFUSAL, Prompt, build_prompt, fit_prompt, is_refusal, is_
 from .jsonschema import validate
 
 # %% auto #0
-__all__ = ['best_sentence', 'citation_for', 'resolve_citations', 'infer_citations', 'ranked_sentences', 'extract', 'quantities',
-           'says_nothing', 'repair_focus', 'AnswerEngine', 'model_location', 'lead_sentence', 'parse_json_reply',
-           'digest', 'format_answer']
+__all__ = ['best_sentence', 'citation_for', 'resolve_citations', 'infer_citations', 'ranked_sentences', 'extract', 'yes_no',
+           'quantities', 'says_nothing', 'repair_focus', 'AnswerEngine', 'model_location', 'lead_sentence',
+           'parse_json_reply', 'digest', 'format_answer']
 
 # %% ../../nbs/31_answer_engine.ipynb #d7dbe3fc
 def best_sentence(text:str, # the passage
@@ -96,6 +96,13 @@ _ASKS_AMOUNT = re.compile(r"\b(?:how (?:many|much|long|often|soon|quickly|far|ol
                           r"up to what|what (?:is |are |was )?(?:the )?(?:\w+ )?(?:amount|percentage|rate|fee|cost|"
                           r"price|limit|number|age|date|time|year|deadline|range))\b", re.I)
 
+_YES_NO = re.compile(r"^\W*(?:is|are|was|were|do|does|did|can|could|should|would|will|has|have|had|may|might|must)\b",
+                     re.I)
+
+def yes_no(question:str) -> bool:
+    "Whether `question` asks for a yes or a no (it opens with an auxiliary verb): restating it is an answer."
+    return bool(_YES_NO.match(question))
+
 def quantities(text:str) -> set[str]:
     "The figures of `text` that are amounts, not parts of identifiers such as form PR-02 or policy FIN-07."
     return figures(_IDENT.sub(" ", text))
@@ -116,7 +123,7 @@ def repair_focus(question:str, # the user's question
                 ) -> tuple[str, bool]:
     "`text` with the focus sentence's key figures restored when it lacks them, and whether it changed."
     ranked, asked = ranked_sentences(question, hits), quantities(question)
-    if not ranked: return text, False
+    if not ranked or yes_no(question): return text, False
     pool = [r for r in ranked[:reach if _ASKS_AMOUNT.search(question) else 1] if r[0] >= .6 * ranked[0][0]]
     focus = next(((s, n) for _, n, s in pool if quantities(s) - asked), None)
     if focus is None: return text, False
@@ -231,7 +238,8 @@ def _ground(self:AnswerEngine, text:str, question:str, hits:list[ChunkHit],
     text, _ = resolve_citations(text, hits)
     atts = attribute(text, [h.text for h in hits], *self.vectors(hits))
     new, how = rebuild(atts)
-    if new and says_nothing(question, new): new = ""           # a restated question answers nothing
+    if new and not yes_no(question) and says_nothing(question, new):
+        new = ""           # a restated question answers nothing
     if not new:
         new, _ = extract(question, hits)
         if not new: return REFUSAL, [], True, "extractive_fallback"
