@@ -46,7 +46,10 @@ def browser():
 
 
 def shot(loc, name):
+    "A screenshot of element `loc`; the page grows first when the element is taller than the window."
     SHOTS.mkdir(exist_ok=True)
+    h = (loc.bounding_box() or {}).get("height", 0)
+    if h > loc.page.viewport_size["height"] - 300: loc.page.set_viewport_size(dict(width=1400, height=int(h) + 400))
     loc.scroll_into_view_if_needed(); loc.screenshot(path=str(SHOTS/name))
 
 
