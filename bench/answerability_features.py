@@ -1,54 +1,55 @@
-"""Answerability evidence for every question of the two calibration corpora (built by answerability_corpora.py),
-each asked twice through the production retriever: with its source documents visible (label 1, the documents
-answer it) and with them masked the way a permission filter masks them (label 0). Also records the old gate's
-number (the best hit's relevance) and the time the scoring added. Writes bench/answerability-features.csv, which
-nbs/13a_answerability.ipynb fits the default calibration on. Usage:
-    .venv/bin/python bench/answerability_features.py [--limit N]
+"""Answerability evidence for every judged question of SciFact train (809 claims, the whole 5,183-abstract corpus) and
+PubMedQA dev (500 questions and abstracts), each asked twice through the production retriever of the benchmark data
+directory that bench/corpora.py builds (one passage per abstract, the current retrieval defaults): with its cited
+documents visible (label 1, the documents answer it) and with them masked the way a permission filter masks them
+(label 0). Also records the old gate's number (the best hit's relevance), where the cited document ranked, and the time
+the scoring took. Writes bench/answerability-features.csv, which nbs/13a_answerability.ipynb fits the default
+calibration on. Build the corpora first (`python bench/corpora.py scifact`, `... pubmedqa`; minutes of embedding on
+two cores, cached after). Usage:
+    .venv/bin/python bench/answerability_features.py [scifact pubmedqa] [--limit N]
 """
-import argparse, csv, json, time
+import argparse, csv, json, sys, time
 from pathlib import Path
-import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-CACHE = ROOT/"bench"/".cache"/"answerability"
-OUT = ROOT/"bench"/"answerability-features.csv"
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import corpora
 
-def open_corpus(name):
-    from keel.config import load_settings
-    from keel.db import connect
-    from keel.factory import make_embeddings
-    from keel.providers.faiss import build_from_db
-    from keel.retrieval import Retriever
-    from keel.answerability import Answerability, DEFAULT_CALIBRATION
-    d = CACHE/name
-    s = load_settings(env={}, dotenv=None, data_dir=d/"data")
-    con = connect(s.db_path)
-    emb = make_embeddings(s)
-    r = Retriever(con, emb, build_from_db(con, emb.dim), s)
-    meta = json.loads((d/"questions.json").read_text())
-    docs = {}
-    for cid, src in con.execute("SELECT c.id, d.source FROM chunks c JOIN documents d ON d.id = c.document_id"):
-        docs.setdefault(Path(src).stem, []).append(cid)
-    return Answerability(r, s, calibration=DEFAULT_CALIBRATION), meta["questions"], docs
+OUT = HERE/"answerability-features.csv"
 
-def rows_for(name, limit=None):
-    from keel.answerability import FEATURES
-    a, qs, docs = open_corpus(name)
-    out = []
-    for n, q in enumerate(qs[:limit]):
-        mask = [c for s in q["sources"] for c in docs.get(s, [])]
+def questions(folder:Path, split:str) -> list[dict]:
+    "The judged questions of a BEIR folder with the documents each one cites."
+    cites = {}
+    for line in list(open(folder/"qrels"/f"{split}.tsv"))[1:]:
+        q, d, s = line.split()
+        if int(s) > 0: cites.setdefault(q, []).append(d)
+    qs = [json.loads(l) for l in open(folder/"queries.jsonl") if l.strip()]
+    return [dict(id=q["_id"], question=q["text"], sources=cites[q["_id"]]) for q in qs if q["_id"] in cites]
+
+def rows_for(name:str, limit:int|None=None) -> list[dict]:
+    "Two rows per question (sources visible, masked): features, old relevance, the cited document's rank, time."
+    from keel.answerability import Answerability, DEFAULT_CALIBRATION, FEATURES
+    ctx, folder, split = corpora.context(name, ingest=False)
+    a = Answerability(ctx.retriever, ctx.settings, calibration=DEFAULT_CALIBRATION)
+    chunks = {}
+    for cid, src in ctx.con.execute("SELECT c.id, d.source FROM chunks c JOIN documents d ON d.id = c.document_id"):
+        chunks.setdefault(src.split("/", 1)[1], []).append(cid)
+    qs, out, t = questions(folder, split)[:limit], [], time.time()
+    for n, q in enumerate(qs):
+        mask = [c for s in q["sources"] for c in chunks.get(s, [])]
         for label, ex in ((1, ()), (0, mask)):
             t0 = time.perf_counter()
-            hits, asm = a.assess(q["question"], None, exclude=ex)
+            hits, asm = a.assess(q["question"], corpora.TAGS, exclude=ex)
             ms = (time.perf_counter() - t0) * 1000
-            found = any(h.chunk_id in set(mask) for h in hits)
-            out.append(dict(domain=name, qid=q["id"], group=q["sources"][0], label=label, source_retrieved=int(found),
+            rank = next((i + 1 for i, h in enumerate(hits) if h.chunk_id in set(mask)), 0)
+            out.append(dict(domain=name, qid=q["id"], group=q["sources"][0], label=label, source_retrieved=int(rank > 0), source_rank=rank,
                             old_relevance=round(max((h.relevance for h in hits), default=0.0), 6), assess_ms=round(ms, 3),
                             **{f: round(asm.features[f], 6) for f in FEATURES}))
-        if (n + 1) % 100 == 0: print(f"{name}: {n + 1}/{len(qs)}", flush=True)
+        if (n + 1) % 100 == 0: print(f"{name}: {n + 1}/{len(qs)} questions, {time.time() - t:.0f} s", file=sys.stderr, flush=True)
+    ctx.embeddings.save()                         # the questions' embeddings, for the next run
     return out
 
-def write(rows, path):
+def write(rows:list[dict], path:Path):
     with open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0])); w.writeheader(); w.writerows(rows)
 
@@ -58,8 +59,8 @@ if __name__ == "__main__":
     args = ap.parse_args()
     for name in args.domains:                       # one file per domain in the cache, then the two joined
         rows = rows_for(name, args.limit)
-        write(rows, CACHE/name/"features.csv"); print(f"{name}: {len(rows)} rows")
-    parts = [CACHE/n/"features.csv" for n in ("scifact", "pubmedqa")]
+        write(rows, corpora.CACHE/f"answerability-{name}.csv"); print(f"{name}: {len(rows)} rows")
+    parts = [corpora.CACHE/f"answerability-{n}.csv" for n in ("scifact", "pubmedqa")]
     if all(p.exists() for p in parts):
         rows = [r for p in parts for r in csv.DictReader(open(p))]
-        write(rows, args.out); print(f"wrote {len(rows)} rows to {args.out}")
+        write(rows, Path(args.out)); print(f"wrote {len(rows)} rows to {args.out}")

@@ -1,17 +1,19 @@
 """What answerability scoring costs per question: `Retriever.retrieve` (embedding the question, BM25, vectors, fusion,
 relevance) against `Answerability.assess` (the same retrieval with the question embedded once, plus the features and
-the logistic), interleaved question by question, on the fixture corpus and, when built, the PubMedQA and SciFact
-calibration corpora (bench/answerability_corpora.py). Prints p50/p95 of both and the difference; asserts nothing.
+the logistic), interleaved question by question, on the fixture corpus and, when built, the PubMedQA dev and SciFact
+train benchmark data directories (bench/corpora.py: 500 and 5,183 passages). Prints p50/p95 of both and the difference; asserts nothing.
 The machine is shared: read the wall-clock figures as noisy; the CPU-time figures (time.process_time, all threads of
 this process) are what the work itself costs. Usage:
     .venv/bin/python bench/bench_answerability.py [--repeat 3]
 """
-import argparse, json, statistics, tempfile, time
+import argparse, json, statistics, sys, tempfile, time
 from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-CACHE = ROOT/"bench"/".cache"/"answerability"
+sys.path.insert(0, str(ROOT/"bench"))
+import corpora
+from answerability_features import questions
 
 def pct(xs, q): return float(np.percentile(xs, q)) if xs else float("nan")
 
@@ -25,19 +27,11 @@ def fixture():
     return ctx.retriever, ctx.answerability, [(i.question, list(i.user_tags)) for i in load_golden(ROOT/"golden"/"golden.yaml")]
 
 def cached(name, n=100):
-    from keel.config import load_settings
-    from keel.db import connect
-    from keel.factory import make_embeddings
-    from keel.providers.faiss import build_from_db
-    from keel.retrieval import Retriever
-    from keel.answerability import Answerability
-    d = CACHE/name
-    if not (d/"questions.json").exists(): return None
-    s = load_settings(env={}, dotenv=None, data_dir=d/"data")
-    con = connect(s.db_path); emb = make_embeddings(s)
-    r = Retriever(con, emb, build_from_db(con, emb.dim), s)
-    qs = json.loads((d/"questions.json").read_text())["questions"][:n]
-    return r, Answerability(r, s), [(q["question"], None) for q in qs]
+    "The benchmark data directory's retriever, scorer and first `n` judged questions (None when it is not built)."
+    folder, split = corpora.corpus(name)
+    if not (corpora.CACHE/f"{folder.name}-data"/"keel.db").exists(): return None
+    ctx, folder, split = corpora.context(name, ingest=False)
+    return ctx.retriever, ctx.answerability, [(q["question"], corpora.TAGS) for q in questions(folder, split)[:n]]
 
 class CachedQueries:
     "The retriever's embedding model with every question embedded once beforehand, so both timed paths skip the model."
@@ -49,9 +43,10 @@ class CachedQueries:
 
 def measure(name, r, a, qs, repeat):
     from keel.answerability import features
-    t0 = time.perf_counter(); r.embeddings.embed_query(qs[0][0]); embed_ms = []
+    model = getattr(r.embeddings, "inner", r.embeddings)          # the model itself, past a benchmark's vector cache
+    model.embed_query(qs[0][0]); embed_ms = []
     for q, _ in qs[:20]:
-        t0 = time.perf_counter(); r.embeddings.embed_query(q); embed_ms.append((time.perf_counter() - t0) * 1000)
+        t0 = time.perf_counter(); model.embed_query(q); embed_ms.append((time.perf_counter() - t0) * 1000)
     r.embeddings = CachedQueries(r.embeddings, [q for q, _ in qs])
     for q, t in qs[:3]: r.retrieve(q, t); a.assess(q, t)          # warm: BM25 index, corpus statistics, calibration
     base, full, diff, feat, cbase, cfull, cdiff = [], [], [], [], [], [], []
@@ -78,5 +73,5 @@ if __name__ == "__main__":
     measure("fixture corpus (golden set questions)", *fixture(), args.repeat)
     for name in ("pubmedqa", "scifact"):
         got = cached(name)
-        if got: measure(f"{name} calibration corpus (first 100 questions)", *got, args.repeat)
-        else: print(f"\n{name}: not built (bench/answerability_corpora.py)")
+        if got: measure(f"{name} benchmark corpus (first 100 questions)", *got, args.repeat)
+        else: print(f"\n{name}: not built (python bench/corpora.py {name})")
