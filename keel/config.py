@@ -85,12 +85,14 @@ class Settings:
     # hybrid fusion: `convex` (normalised scores) or `rrf` (weighted reciprocal rank)
     fusion: str = "convex"
     # the vector list's share of the fusion, 0..1 (0.5: both alike); see keel.retrieval
-    fusion_weight: float = 0.6
+    fusion_weight: float = 0.45
     rrf_k: int = 60                          # reciprocal rank fusion constant
-    bm25_title_weight: float = 2.0           # weight of the document title against the text inside BM25
+    bm25_title_weight: float = 3.0           # weight of the document title against the text inside BM25
     prf_docs: int = 0                        # RM3 feedback on the BM25 side: rows read (0 turns it off)
     prf_terms: int = 10                      # RM3 expansion terms
     prf_keep: float = 0.5                    # RM3 weight of the original query
+    # convex fusion's normalisation of each list's scores over the candidates: `zscore` or `minmax`
+    fusion_norm: str = "zscore"
 
     def replace(self, **kw) -> Settings:
         "A copy with some fields changed, validated again."
@@ -129,7 +131,8 @@ def _parse(name:str, raw:str, typ):
 _CHOICES = dict(answer_mode=("generative","extractive"), llm_backend=("llama","openai"),
                 embed_backend=("fastembed","openai"), vector_index=("flat","hnsw"),
                 pii_mode=("redact","hash","keep"), injection_screen=("learned","confirmed","heuristic"),
-                executor=("local","ray"), fusion=("rrf","convex"))
+                executor=("local","ray"), fusion=("rrf","convex"),
+                fusion_norm=("minmax","zscore"))
 
 def validate(s:Settings) -> Settings:
     "Check ranges, choices and relations between fields; return `s` or raise `ConfigError`."

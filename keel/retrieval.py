@@ -18,7 +18,7 @@ from .providers.base import ChunkHit, Embeddings, VectorIndex, Reranker, allowed
 # %% auto #0
 __all__ = ['STOPWORDS', 'MAX_QUERY_TERMS', 'BM25_WEIGHTS', 'K1', 'B', 'RELEVANCE_COEF', 'log', 'SAVE_AFTER', 'RRF_K',
            'query_terms', 'fts_query', 'fts_bm25', 'Analyzer', 'Segment', 'BM25Index', 'relevance', 'Retriever', 'rrf',
-           'convex']
+           'normalise', 'convex']
 
 # %% ../nbs/13_retrieval.ipynb #72f54f50
 STOPWORDS = frozenset("""a about above after again against all am an and any are as at be because been before being
@@ -728,13 +728,20 @@ def rrf(lists:dict[str, list[ChunkHit]], # list name -> ranked hits
     return out
 
 # %% ../nbs/13_retrieval.ipynb #b917758f
+def normalise(v:np.ndarray, # one list's scores over the candidates
+              how:str="minmax") -> np.ndarray: # `minmax` (onto [0, 1]) or `zscore` (mean 0, standard deviation 1)
+    "Scores made comparable with another list's: min-max or z-score over the candidates (all alike when equal)."
+    if how == "zscore": return (v - v.mean()) / v.std() if len(v) and v.std() > 0 else np.zeros(len(v))
+    return (v - v.min()) / (v.max() - v.min()) if len(v) and v.max() > v.min() else np.ones(len(v))
+
 def convex(hits:list[ChunkHit], # candidates, each scored under every name in `weights`
-           weights:dict[str, float]) -> list[ChunkHit]: # list name -> weight
-    "Order candidates by the weighted sum of their min-max normalised scores; ties by chunk id."
+           weights:dict[str, float], # list name -> weight
+           norm:str="minmax") -> list[ChunkHit]: # how each list's scores are normalised (`normalise`)
+    "Order candidates by the weighted sum of their normalised scores; ties by chunk id."
     total = np.zeros(len(hits))
     for name, w in weights.items():
         v = np.array([h.scores[name] for h in hits], float)
-        if len(v): total += w * ((v - v.min()) / (v.max() - v.min()) if v.max() > v.min() else np.ones(len(v)))
+        if len(v): total += w * normalise(v, norm)
     out = [hits[i] for i in sorted(range(len(hits)), key=lambda i: (-total[i], hits[i].chunk_id))]
     for h, t in zip(out, sorted(total, reverse=True)): h.score = float(t)
     return out
@@ -760,7 +767,8 @@ def fuse(self:Retriever, lists:dict[str, list[ChunkHit]], qw:dict, qvec:np.ndarr
     s, w = self.settings, float(getattr(self.settings, "fusion_weight", 0.5))
     weights = {"bm25": 2 * (1 - w), "vector": 2 * w}
     if getattr(s, "fusion", "rrf") == "convex":
-        return convex(self._complete(rrf(lists), qw, np.asarray(qvec, np.float32)), weights)
+        norm = getattr(s, "fusion_norm", "minmax")
+        return convex(self._complete(rrf(lists), qw, np.asarray(qvec, np.float32)), weights, norm)
     return rrf(lists, getattr(s, "rrf_k", RRF_K), weights)
 
 # %% ../nbs/13_retrieval.ipynb #bbff29cb
