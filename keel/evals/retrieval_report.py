@@ -33,36 +33,55 @@ def comparisons(self:BenchmarkResult) -> list[dict]:
     return out
 
 # %% ../../nbs/50c_evals_retrieval_report.ipynb #7ff473db
-def format_text(res:BenchmarkResult) -> str:
-    "A plain-text report: per-level tables, deltas with p-values, categories, gates."
-    ds, cols = res.dataset, _columns(res.dataset.cutoffs)
-    out = [f"retrieval benchmark {ds.id} ({len(ds.cases)} cases, depth {res.depth}, sha256 {ds.digest[:12]})"]
-    w = max([len(s) for s in res.systems] + [8])
+def _level_tables(res:BenchmarkResult, cols:list[str], w:int) -> list[str]:
+    "One table per level: each system's macro means over the columns."
+    out = []
     for lv in LEVELS:
         out += ["", f"{lv} level", f"{'system':<{w}} " + " ".join(f"{c:>12}" for c in cols)]
-        for s in res.systems:
-            o = res.overall(s, lv)
-            out.append(f"{s:<{w}} " + " ".join(f"{o[c]:>12.4f}" for c in cols))
-    if cmp := res.comparisons():
-        out += ["",
-                f"against {res.systems[0]} (paired randomisation, {res.permutations} permutations, seed {res.seed})"]
-        out += [f"  {c['system']:<{w}} {c['level']:<8} {c['metric']:<12} {c['delta']:+.4f}  p={c['p']:.4f}"
-                for c in cmp]
-    head = _ndcg_key(ds.cutoffs)
-    if res.systems:
-        cats = sorted({c.category for c in ds.cases})
-        out += ["", f"{head} per category (section level)",
-                f"{'category':<16} " + " ".join(f"{s:>{max(len(s), 8)}}" for s in res.systems)]
-        per = {s: res.by_category(s, "section") for s in res.systems}
-        out += [f"{k:<16} " + " ".join(f"{per[s][k][head]:>{max(len(s), 8)}.4f}" for s in res.systems) for k in cats]
-    out += [f"skipped {s}: {r}" for s, r in res.skipped.items()]
+        out += [f"{s:<{w}} " + " ".join(f"{res.overall(s, lv)[c]:>12.4f}" for c in cols) for s in res.systems]
+    return out
+
+def _comparison_lines(res:BenchmarkResult, w:int) -> list[str]:
+    "Each system against the first, with the paired randomisation test's p-value."
+    if not (cmp := res.comparisons()): return []
+    return (["", f"against {res.systems[0]} (paired randomisation, {res.permutations} permutations, seed {res.seed})"]
+            + [f"  {c['system']:<{w}} {c['level']:<8} {c['metric']:<12} {c['delta']:+.4f}  p={c['p']:.4f}"
+               for c in cmp])
+
+def _category_table(res:BenchmarkResult, head:str) -> list[str]:
+    "The headline nDCG of each system per category, at section level."
+    if not res.systems: return []
+    cats, per = sorted({c.category for c in res.dataset.cases}), {s: res.by_category(s, "section") for s in res.systems}
+    return (["", f"{head} per category (section level)",
+             f"{'category':<16} " + " ".join(f"{s:>{max(len(s), 8)}}" for s in res.systems)]
+            + [f"{k:<16} " + " ".join(f"{per[s][k][head]:>{max(len(s), 8)}.4f}" for s in res.systems) for k in cats])
+
+def _gate_lines(res:BenchmarkResult) -> list[str]:
+    "One line per gate: PASS, FAIL or SKIP, its value and minimum."
+    out = []
     for g in res.gates:
         state = "SKIP" if g.passed is None else "PASS" if g.passed else "FAIL"
         val = "" if g.value is None else f"{g.value:.4f} "
         out.append(f"gate {g.gate.id}: {state} {g.gate.system} {g.gate.level} "
                    f"{metric_key(g.gate.metric, g.gate.cutoff)} {val}(minimum {g.gate.minimum}) {g.detail}".rstrip())
-    out.append("PASSED" if res.passed else "FAILED")
-    return "\n".join(out)
+    return out
+
+# %% ../../nbs/50c_evals_retrieval_report.ipynb #165cae39
+def format_text(res:BenchmarkResult) -> str:
+    "A plain-text report: per-level tables, deltas with p-values, categories, gates."
+    ds, cols = res.dataset, _columns(res.dataset.cutoffs)
+    w = max([len(s) for s in res.systems] + [8])
+    return "\n".join(
+        [
+            f"retrieval benchmark {ds.id} ({len(ds.cases)} cases, depth {res.depth}, sha256 {ds.digest[:12]})",
+            *_level_tables(res, cols, w),
+            *_comparison_lines(res, w),
+            *_category_table(res, _ndcg_key(ds.cutoffs)),
+            *[f"skipped {s}: {r}" for s, r in res.skipped.items()],
+            *_gate_lines(res),
+            "PASSED" if res.passed else "FAILED",
+        ]
+    )
 
 # %% ../../nbs/50c_evals_retrieval_report.ipynb #0c8c73fe
 SCHEMA_VERSION = 1

@@ -537,32 +537,42 @@ def to_markdown(self:ReviewResult) -> str:
     return "\n".join(L) + "\n" + self._markdown_details()
 
 # %% ../../nbs/58_evals_review.ipynb #25ad6c5f
-@patch
-def _markdown_details(self:ReviewResult) -> str:
-    has_base = self.base is not None
+def _case_rows(self:ReviewResult) -> list[str]:
+    "The cases table: status, groundedness (base → working), citations and failed checks."
     L = ["### Cases", "", "| case | status | groundedness | citations (valid/invalid) | failed checks |",
          "|---|---|---|---|---|"]
     for c in self.cases:
         st = c.classification or ("pass" if c.passed else "fail")
-        g = f"{_g(c.base)} → {_g(c.work)}" if has_base else _g(c.work)
+        g = f"{_g(c.base)} → {_g(c.work)}" if self.base is not None else _g(c.work)
         L.append(f"| {_cell(c.id)} | {st} | {g} | {len(c.work.citations)}/{len(c.work.invalid_citations)} | "
                  f"{_cell('; '.join(c.failures) or '—', 200)} |")
+    return L
+
+def _answer_changes(self:ReviewResult) -> list[str]:
+    "The answers that changed between the revisions, side by side."
     changed = [c for c in self.cases if "answer_changed" in c.reasons]
-    if changed:
-        L += ["", "### Answer changes", "", "| case | base | working |", "|---|---|---|"]
-        L += [f"| {_cell(c.id)} | {_cell(c.base.answer if c.base.decision == 'answer' else '(abstains)')} | "
-              f"{_cell(c.work.answer if c.work.decision == 'answer' else '(abstains)')} |" for c in changed]
-    if has_base:
-        hit = [c for c in self.cases if c.reasons]
-        L += ["", "### Affected questions", ""]
-        L += (["| case | question | reasons | changed sources |", "|---|---|---|---|"] +
-              [f"| {_cell(c.id)} | {_cell(c.case.question, 80)} | {', '.join(c.reasons)} | "
-               f"{_cell(', '.join(c.changed_sources) or '—')} |" for c in hit]
-              if hit else ["No case is affected by this change."])
-        L += ["", "### Uncovered changed paths", ""]
-        L += [f"- `{p}`"
-              for p in self.uncovered] if self.uncovered else [
-                  "Every changed path is linked to a case." if self.changed_paths else "No path changed."]
+    if not changed: return []
+    def said(o): return _cell(o.answer if o.decision == "answer" else "(abstains)")
+    return (["", "### Answer changes", "", "| case | base | working |", "|---|---|---|"]
+            + [f"| {_cell(c.id)} | {said(c.base)} | {said(c.work)} |" for c in changed])
+
+# %% ../../nbs/58_evals_review.ipynb #ae49d500
+def _impact_rows(self:ReviewResult) -> list[str]:
+    "With a base: the questions the change touches, and the changed paths no case covers."
+    if self.base is None: return []
+    hit = [c for c in self.cases if c.reasons]
+    L = ["", "### Affected questions", ""]
+    L += (["| case | question | reasons | changed sources |", "|---|---|---|---|"] +
+          [f"| {_cell(c.id)} | {_cell(c.case.question, 80)} | {', '.join(c.reasons)} | "
+           f"{_cell(', '.join(c.changed_sources) or '—')} |" for c in hit]
+          if hit else ["No case is affected by this change."])
+    L += ["", "### Uncovered changed paths", ""]
+    none = "Every changed path is linked to a case." if self.changed_paths else "No path changed."
+    return L + ([f"- `{p}`" for p in self.uncovered] if self.uncovered else [none])
+
+@patch
+def _markdown_details(self:ReviewResult) -> str:
+    L = _case_rows(self) + _answer_changes(self) + _impact_rows(self)
     for rev, fails in self.ingest_failures.items():
         if fails: L += ["", f"### Documents that failed to ingest ({rev})", ""] + [f"- {_cell(x, 300)}" for x in fails]
     return "\n".join(L) + "\n"
