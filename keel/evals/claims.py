@@ -81,6 +81,21 @@ def _evidence(raw, where:str) -> list[Evidence]:
     return out
 
 # %% ../../nbs/59_evals_claims.ipynb #8c7c2ab4
+def _expectation(ref:str, v, w:str, checkpoints:list[str], default:list[Evidence]) -> Expectation:
+    "A claim's expected state at checkpoint `ref` (a state, or `{expect, evidence}`), with its evidence or the claim's."
+    if ref not in checkpoints:
+        invalid(w, f"checkpoint {ref!r} is not in the dataset's checkpoints ({', '.join(checkpoints)})")
+    if isinstance(v, str): v = {"expect": v}
+    if not isinstance(v, dict) or set(v) - {"expect", "evidence"}:
+        invalid(f"{w} at {ref}", "must be a state or {expect, evidence}")
+    if v.get("expect") not in STATES:
+        invalid(f"{w} at {ref}", f"expect must be one of {', '.join(STATES)}, got {v.get('expect')!r}")
+    ev = _evidence(v["evidence"], f"{w} at {ref}") if "evidence" in v else default
+    if not ev and v["expect"] != "unverified":
+        invalid(f"{w} at {ref}", "has no evidence", fix="add evidence to the claim or to this checkpoint")
+    return Expectation(v["expect"], ev)
+
+# %% ../../nbs/59_evals_claims.ipynb #32d96f70
 def _claim(raw, i:int, checkpoints:list[str]) -> ClaimSpec:
     if not isinstance(raw, dict): invalid(f"claims[{i}]", "must be a mapping")
     cid = raw.get("id")
@@ -94,20 +109,7 @@ def _claim(raw, i:int, checkpoints:list[str]) -> ClaimSpec:
     default = _evidence(raw.get("evidence", []), w)
     cps = raw.get("checkpoints")
     if not isinstance(cps, dict) or not cps: invalid(w, "field checkpoints must map checkpoint refs to expected states")
-    expect = {}
-    for ref, v in cps.items():
-        ref = str(ref)
-        if ref not in checkpoints:
-            invalid(w, f"checkpoint {ref!r} is not in the dataset's checkpoints ({', '.join(checkpoints)})")
-        if isinstance(v, str): v = {"expect": v}
-        if not isinstance(v, dict) or set(v) - {"expect", "evidence"}:
-            invalid(f"{w} at {ref}", "must be a state or {expect, evidence}")
-        if v.get("expect") not in STATES:
-            invalid(f"{w} at {ref}", f"expect must be one of {', '.join(STATES)}, got {v.get('expect')!r}")
-        ev = _evidence(v["evidence"], f"{w} at {ref}") if "evidence" in v else default
-        if not ev and v["expect"] != "unverified":
-            invalid(f"{w} at {ref}", "has no evidence", fix="add evidence to the claim or to this checkpoint")
-        expect[ref] = Expectation(v["expect"], ev)
+    expect = {str(ref): _expectation(str(ref), v, w, checkpoints, default) for ref, v in cps.items()}
     return ClaimSpec(cid, raw["type"], raw["text"].strip(), expect)
 
 # %% ../../nbs/59_evals_claims.ipynb #370fd4b4
