@@ -1,10 +1,16 @@
 """Wrap the code lines of notebooks that are longer than 120 characters, and leave every other line alone.
 
-The house style is compact (fastcore's), so the notebooks are not run through black as a whole: only the lines over
-the limit are handed to black (`--line-ranges`, quotes kept, long strings split into implicit concatenations), and
-a comment that is still too long is wrapped onto comment lines of its own. IPython magics and `!` lines are masked
-while black reads the cell and put back after. Running it again changes nothing. What it cannot fix (a long line
-inside a triple-quoted string, a long magic, a cell black cannot parse) is listed for a person to split by hand.
+The house style is compact (fastcore's), so the notebooks are not run through black as a whole. Each line over the
+limit gets the first of these that works: a whole-line comment wrapped onto comment lines; the body of a one-line
+`if x: body` moved to its own line; a break inside brackets at the last comma (or `for`, `if`, `and`, `or`, `+`) that
+fits, outermost brackets first, aligned after the bracket (one level in when the bracket is far right), the rest of
+the same brackets refilled like a paragraph; an end-of-line comment moved above; a long string cut into adjacent
+literals (a pattern between `|` alternatives, text between words); a line inside a triple-quoted string continued
+with backslash-newline (the text is the same); the value of `x = ...`, `return ...` or `assert cond` put in
+parentheses so it can break; and last, black (`--line-length 120`, quotes kept) on that one statement. IPython magics
+and `!` lines are masked while a cell is read and put back after. A cell whose syntax tree would change is left as it
+was. Running it again changes nothing. What it cannot fix (a long docstring, a docments comment, an f-string field
+longer than the limit) is listed for a person to shorten, with the `>` summaries nbdev turns into module docstrings.
 
     python tools/wrap_lines.py                 # every notebook under nbs/
     python tools/wrap_lines.py nbs/55_*.ipynb  # some notebooks
@@ -177,8 +183,8 @@ def statement_of(src, n):
 
 def black_statement(src, n, limit=LIMIT):
     "Reformat, with black alone, the one statement that holds line `n`; None unless all its lines then fit."
-    import black
-    from black.mode import Preview
+    try: import black; from black.mode import Preview
+    except ImportError: return None   # black is a development requirement; without it the line is listed instead
     span = statement_of(src, n)
     if span is None: return None
     lines = src.split('\n')
