@@ -146,10 +146,17 @@ def fit_logistic(X:np.ndarray, # (n, d) standardised features
     X1 = np.hstack([X, np.ones((len(X), 1))])
     w0 = np.append(np.zeros(X.shape[1]) if prior is None else np.asarray(prior, float), 0.0)
     w, pen = w0.copy(), np.diag([l2] * X.shape[1] + [0.0])
+    def loss(v):                                     # the penalised negative log-likelihood
+        z = np.clip(X1 @ v, -30, 30)
+        return float(np.sum(np.logaddexp(0, z) - y * z) + 0.5 * (v - w0) @ pen @ (v - w0))
     for _ in range(iters):
         p = 1 / (1 + np.exp(-np.clip(X1 @ w, -30, 30)))
         hess = X1.T @ (X1 * (p * (1 - p))[:, None]) + pen + 1e-9 * np.eye(len(w))
-        step = np.linalg.solve(hess, X1.T @ (p - y) + pen @ (w - w0))
+        step, now = np.linalg.solve(hess, X1.T @ (p - y) + pen @ (w - w0)), loss(w)
+        # halve the step until the loss does not grow (Newton can overshoot)
+        for _ in range(40):
+            if loss(w - step) <= now: break
+            step = step / 2
         w -= step
         if np.abs(step).max() < 1e-10: break
     return w[:-1], float(w[-1])
