@@ -378,17 +378,18 @@ def calibration_status(settings, embedding_model:str|None, corpus_fingerprint:st
 
 # %% ../nbs/13a_answerability.ipynb #0b8c666a
 DEFAULT_CALIBRATION = Calibration(   # fitted above on SciFact train + PubMedQA dev; `fit` reproduces these numbers
-    weights=dict(cosine=0.424796, cosine_z=0.119871, cosine_gap=0.129819, bm25=-0.179060, bm25_term=0.722865,
-                 idf_coverage=1.027713, idf_coverage_k=-0.196782, rare_coverage=-0.007381, names=-0.091314,
-                 agreement=-0.297152, fused_gap=0.552305),
-    center=dict(cosine=0.590385, cosine_z=4.954717, cosine_gap=0.154164, bm25=0.392084, bm25_term=0.411205,
-                idf_coverage=0.586249, idf_coverage_k=0.754573, rare_coverage=0.600439, names=0.808220,
-                agreement=0.719570, fused_gap=0.212065),
-    scale=dict(cosine=0.130931, cosine_z=1.490794, cosine_gap=0.111171, bm25=0.167335, bm25_term=0.196649,
-               idf_coverage=0.229269, idf_coverage_k=0.203851, rare_coverage=0.296578, names=0.347816,
-               agreement=0.259552, fused_gap=0.183000),
-    bias=0.248061, threshold=0.626340, target_false_answer=0.10, source="default",
+    weights=dict(cosine=0.413394, cosine_z=0.113982, cosine_gap=0.279608, bm25=-0.147274, bm25_term=0.784639,
+                 idf_coverage=0.934613, idf_coverage_k=-0.153770, rare_coverage=0.004563, names=-0.082375,
+                 agreement=-0.263711, fused_gap=0.405630),
+    center=dict(cosine=0.587329, cosine_z=4.923180, cosine_gap=0.169372, bm25=0.399466, bm25_term=0.418178,
+                idf_coverage=0.591989, idf_coverage_k=0.774623, rare_coverage=0.609186, names=0.817389,
+                agreement=0.729183, fused_gap=0.386641),
+    scale=dict(cosine=0.134101, cosine_z=1.521342, cosine_gap=0.112933, bm25=0.167914, bm25_term=0.195464,
+               idf_coverage=0.225855, idf_coverage_k=0.193956, rare_coverage=0.291137, names=0.340302,
+               agreement=0.260132, fused_gap=0.261297),
+    bias=0.227456, threshold=0.620901, target_false_answer=0.10, source="default",
     embedding_model="all-MiniLM-L6-v2-int8",
-    measured=dict(auc=0.8689, n=2618, false_refusal=0.3361, false_answer=0.0993,
+    measured=dict(auc=0.8685, n=2618, false_refusal=0.3277, false_answer=0.0993,
                   data="SciFact train (809 claims, 5,183 abstracts) + PubMedQA dev (500 questions and abstracts), "
-                       "sources visible vs masked, convex fusion 0.6, title weight 2; in-sample"))
+                       "sources visible vs masked, convex fusion (z-scores, vector weight 0.45), title weight 3; "
+                       "in-sample"))
