@@ -3,8 +3,8 @@
 For each attack family: fit `fit_screen` (its own cross-validated `threshold` and `confirm`, from the
 training families only) on the train split without that family, then score every passage of the
 left-out family (both splits) and the held-out hard negatives with the patterns, the model alone,
-both as `KEEL_INJECTION_SCREEN=learned` runs them (either quarantines) and as `confirmed` runs them. Prints one row per family and writes
-the table as JSON.
+both as `KEEL_INJECTION_SCREEN=learned` runs them (either quarantines) and as `confirmed` runs them.
+Prints one row per family and writes the table as JSON.
 
     python bench/screen_lofo.py [--out lofo.json] [--families citation,encoded]
 """

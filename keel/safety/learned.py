@@ -169,10 +169,10 @@ def _unquoted(t:str) -> str:
 _SENT = re.compile(r"(?<=[.!?])\s+|\n+")
 
 def _sentences(v:str) -> list[str]:
-    "Each sentence of five words or more, and each pair of adjacent sentences, of a view with at least two sentences."
+    "Each sentence and each pair of adjacent sentences, of five words or more, of a view with at least two sentences."
     s = [x for x in _SENT.split(v) if x.strip()]
     if len(s) < 2: return []
-    return [x for x in s if len(x.split()) >= 5] + ([" ".join(p) for p in zip(s, s[1:])] if len(s) > 2 else [])
+    return [x for x in s + ([" ".join(p) for p in zip(s, s[1:])] if len(s) > 2 else []) if len(x.split()) >= 5]
 
 def views(text:str) -> list[tuple[str, str]]:
     "What the model scores: (kind, normalised text) for the passage, hidden markup, decodings, a gloss, sentences."
