@@ -125,6 +125,38 @@ def test_expired_and_modified_requests_from_the_command(tmp_path, keel_cmd):
     ctx.close()
 
 
+BASELINE = ROOT / "golden" / "agent" / "baseline.json"
+
+
+def test_committed_agent_baseline_gates_the_command(tmp_path, keel_cmd):
+    """The committed agent baseline holds golden tasks measured with the packaged model in process under the policy's
+    step budget, with zero violations, and gates `keel eval agent`: its own rows merged again (nothing runs, no model
+    is loaded) pass; the same rows made worse (every success lost, every call invalid) fail with exit code 1; a run
+    made with other settings is an input error (2). When tasks.yaml changes, the rows cannot be reused (exit 2):
+    measure and promote a new baseline with the changed file (`--resume` the old one for the unchanged tasks only
+    after checking them)."""
+    b = json.loads(BASELINE.read_text())
+    _, tasks = load_tasks(TASKS)
+    ids = [r["id"] for r in b["items"]]
+    assert ids and set(ids) <= {t.id for t in tasks}
+    assert (b["model"], b["backend"], b["tool_mode"], b["max_steps"]) == ("gemma-3-270m-q4_k_m", "llama", "native", None)
+    assert b["summary"]["metrics"]["violations"] == 0 and b["gate"]["passed"] and b["summary"]["metrics"]["calls"] > 0
+    run = lambda *more: keel_cmd("--data-dir", tmp_path / "data", "eval", "agent", TASKS, "--report-dir", tmp_path / "r",
+                                 "--format", "json", "--ids", ",".join(ids), *more, cwd=ROOT)
+    p = run("--resume", BASELINE)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert out["gate"]["passed"] and out["baseline"]["found"] and out["baseline"]["matched"] == len(ids)
+    assert out["baseline"]["lost"] == [] and out["summary"]["metrics"] == b["summary"]["metrics"]
+    worse = tmp_path / "worse.json"
+    worse.write_text(json.dumps(dict(b, stamp="worse", items=[dict(r, success=False, valid_calls=0) for r in b["items"]])))
+    p = run("--resume", worse)
+    assert p.returncode == 1, p.stderr
+    assert any(r.startswith("schema_valid_calls fell from 1.00 to 0.00") for r in json.loads(p.stdout)["gate"]["reasons"])
+    p = run("--resume", BASELINE, "--max-steps", "3")
+    assert p.returncode == 2 and "was run with max_steps None, this run with 3" in p.stderr
+
+
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     "A data directory with the fixture corpus ingested."
