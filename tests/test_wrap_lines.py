@@ -63,3 +63,10 @@ def test_notebook_round_trip(tmp_path):
     cells = json.loads(p.read_text())['cells']
     assert all(len(l.rstrip('\n')) <= 120 for l in cells[0]['source']) and len(cells[0]['source']) >= 2
     assert cells[1]['source'] == ["# " + "t" * 200]             # markdown is not touched
+
+def test_exported_long_lines(tmp_path):
+    (tmp_path/'keel'/'sub').mkdir(parents=True)
+    (tmp_path/'keel'/'a.py').write_text("__all__ = ['" + "x', '" * 30 + "']\nok = 1\ny = '" + "z" * 130 + "'\n")
+    (tmp_path/'keel'/'_modidx.py').write_text("d = '" + "z" * 200 + "'\n")         # the generated index is not checked
+    (tmp_path/'keel'/'sub'/'b.py').write_text("short = 2\n")
+    assert wl.exported_long_lines(tmp_path) == [(Path('keel/a.py'), 3)]         # nbdev's `__all__` head line is exempt
