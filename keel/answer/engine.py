@@ -96,12 +96,12 @@ _ASKS_AMOUNT = re.compile(r"\b(?:how (?:many|much|long|often|soon|quickly|far|ol
                           r"up to what|what (?:is |are |was )?(?:the )?(?:\w+ )?(?:amount|percentage|rate|fee|cost|"
                           r"price|limit|number|age|date|time|year|deadline|range))\b", re.I)
 
-_YES_NO = re.compile(r"^\W*(?:is|are|was|were|do|does|did|can|could|should|would|will|has|have|had|may|might|must)\b",
-                     re.I)
+_YES_NO = re.compile(r"(?:^|[:;]|\?\s)\W*(?:is|are|was|were|do|does|did|can|could|should|would|will|has|have|had|may|"
+                     r"might|must)\b", re.I)
 
 def yes_no(question:str) -> bool:
-    "Whether `question` asks for a yes or a no (it opens with an auxiliary verb): restating it is an answer."
-    return bool(_YES_NO.match(question))
+    "Whether `question` asks for a yes or a no (it, or its clause after a colon, opens with an auxiliary verb)."
+    return bool(_YES_NO.search(question))
 
 def quantities(text:str) -> set[str]:
     "The figures of `text` that are amounts, not parts of identifiers such as form PR-02 or policy FIN-07."
