@@ -170,8 +170,8 @@ K1, B = 1.2, 0.75   # FTS5's fixed BM25 parameters
 def _contrib(self:BM25Index, col:np.ndarray, row:np.ndarray, f:np.ndarray) -> np.ndarray:
     "BM25 contributions of (term, row, frequency) postings, with FTS5's idf, k1, b and length normalisation."
     if "stats" not in self._masks:
-        n = max(int(self.alive.sum()), 1); self._masks["stats"] = (
-            n, max(float(self.length[self.alive].sum()) / n, 1e-12))
+        n = max(int(self.alive.sum()), 1)
+        self._masks["stats"] = (n, max(float(self.length[self.alive].sum()) / n, 1e-12))
     n, avgdl = self._masks["stats"]
     df = self.df[col]
     idf = np.log((n - df + 0.5) / (df + 0.5))

@@ -196,8 +196,8 @@ def _generate(self:AnswerEngine, prompt:Prompt, schema=None, temperature:float|N
 # %% ../../nbs/31_answer_engine.ipynb #1c654a75
 def _counter_name(llm) -> str:
     "Who counts `llm`'s tokens: the backend's own `token_counter`, `model` for a backend that counts, else `estimate`."
-    return getattr(llm, "token_counter",
-                   None) or ("model" if callable(getattr(llm, "count_tokens", None)) else "estimate")
+    own = getattr(llm, "token_counter", None)
+    return own or ("model" if callable(getattr(llm, "count_tokens", None)) else "estimate")
 
 def lead_sentence(question:str, hits:list[ChunkHit]) -> str|None:
     "The sentence of `hits` that best matches `question`, cited `[n]`: the prompt shows it just before the question."

@@ -203,9 +203,8 @@ def check_embeddings(emb:Embeddings):
     assert isinstance(emb, Embeddings), f"{type(emb).__name__} does not implement Embeddings"
     texts = ["Quotes are required above ten thousand dollars.", "Patient records are kept for seven years.", "ok"]
     v = emb.embed(texts)
-    assert (
-        v.shape == (3, emb.dim) and v.dtype == np.float32
-    ), f"embed gave {v.shape} {v.dtype}, expected (3, {emb.dim}) float32"
+    assert v.shape == (3, emb.dim) and v.dtype == np.float32, \
+        f"embed gave {v.shape} {v.dtype}, expected (3, {emb.dim}) float32"
     assert np.allclose(np.linalg.norm(v, axis=1), 1, atol=1e-3), "vectors are not L2-normalised"
     q = emb.embed_query("How many quotes do I need?")
     assert q.shape == (emb.dim,) and q.dtype == np.float32
@@ -264,5 +263,5 @@ def check_llm(llm:LLM, json_ok:bool=True):
         r = llm.chat([ChatMessage("user", "Rate the sky from 0 to 10 as JSON with fields answer and score.")],
                      max_tokens=60, temperature=0, json_schema=schema)
         data = json.loads(r.content)
-        assert set(data) == {"answer", "score"} and isinstance(
-            data["score"], int), f"schema not honoured: {r.content!r}"
+        assert set(data) == {"answer", "score"} and isinstance(data["score"], int), \
+            f"schema not honoured: {r.content!r}"

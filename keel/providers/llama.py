@@ -63,8 +63,8 @@ def _fast_grammar_llama(shortlist:int=64):
             s.add_grammar(self._model, grammar)
             if temp <= 0: s.add_greedy()
             else:
-                s.add_top_k(top_k); s.add_top_p(top_p, 1); s.add_min_p(
-                    min_p, 1); s.add_temp(temp); s.add_dist(self._seed)
+                s.add_top_k(top_k); s.add_top_p(top_p, 1); s.add_min_p(min_p, 1)
+                s.add_temp(temp); s.add_dist(self._seed)
             return s
     _FAST[shortlist] = FastGrammarLlama
     return FastGrammarLlama

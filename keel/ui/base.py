@@ -100,8 +100,8 @@ def snapshot_html(w) -> str:
     if isinstance(w, W.Output): return '<p class="keel-muted">(live output: run the notebook to see it)</p>'
     if isinstance(w, W.Box):
         inner = "".join(snapshot_html(c) for c in w.children)
-        return f'<div style="display:flex;gap:.5rem;align-items:center">{inner}</div>' if isinstance(
-            w, W.HBox) else f"<div>{inner}</div>"
+        if isinstance(w, W.HBox): return f'<div style="display:flex;gap:.5rem;align-items:center">{inner}</div>'
+        return f"<div>{inner}</div>"
     return ""
 
 class Snapshot:
