@@ -139,10 +139,14 @@ def _with_mode(body:dict, mode:str, schema:dict) -> dict:
         body["response_format"] = {"type": "json_schema",
                                    "json_schema": {"name": "answer", "schema": schema, "strict": True}}
         return body
-    if mode == "json_object": body["response_format"] = {"type": "json_object", "schema": schema}
-    last = max((i for i, m in enumerate(body["messages"]) if m["role"] == "user"), default=None)
-    if last is None: body["messages"].append({"role": "user", "content": schema_instruction(schema).strip()})
-    else: body["messages"][last]["content"] = (body["messages"][last]["content"] or "") + schema_instruction(schema)
+    ms = body["messages"]
+    first = lambda role: next((i for i, m in enumerate(ms) if m["role"] == role), None)
+    if mode == "json_object":
+        body["response_format"] = {"type": "json_object", "schema": schema}
+        at = first("system") if first("system") is not None else first("user")   # a place that stays put
+    else: at = max((i for i, m in enumerate(ms) if m["role"] == "user"), default=None)
+    if at is None: ms.append({"role": "user", "content": schema_instruction(schema).strip()})
+    else: ms[at]["content"] = (ms[at]["content"] or "") + schema_instruction(schema)
     return body
 
 # %% ../../nbs/06a_llm_openai.ipynb #aaa7533a
