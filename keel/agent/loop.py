@@ -121,8 +121,10 @@ def _turn(self:AgentLoop, state:dict) -> ChatResult:
     kw = dict(temperature=self.temperature, max_tokens=self.max_tokens)
     try:
         if self.tool_mode == "json":
-            msgs = [ChatMessage("system", AGENT_SYSTEM + "\n"
-                                + tool_prompt(specs))] + plain_turns(state["messages"][1:])
+            # the tool list, then the instructions and worked example next to the task: the order in-process
+            # `chat` gives a model (its tool prompt first), in one system message that every template accepts
+            msgs = [ChatMessage("system", tool_prompt(specs) + "\n\n" + AGENT_SYSTEM)]
+            msgs += plain_turns(state["messages"][1:])
             return self.llm.chat(msgs, json_schema=bound_schema(tool_schema(specs), self.max_tokens), **kw)
         return self.llm.chat(state["messages"], tools=specs, **kw)
     except KeelError: raise

@@ -11,9 +11,9 @@ import numpy as np
 
 # %% auto #0
 __all__ = ['CHARS_PER_TOKEN', 'ToolCall', 'ChatMessage', 'ToolSpec', 'ChatResult', 'bound_schema', 'tool_schema', 'tool_prompt',
-           'parse_tool_reply', 'ChunkHit', 'LLM', 'Embeddings', 'VectorIndex', 'Reranker', 'estimate_tokens',
-           'count_tokens', 'effective_tags', 'allowed', 'first_repeat', 'check_embeddings', 'check_vector_index',
-           'check_llm']
+           'parse_tool_reply', 'render_transcript', 'ChunkHit', 'LLM', 'Embeddings', 'VectorIndex', 'Reranker',
+           'estimate_tokens', 'count_tokens', 'effective_tags', 'allowed', 'first_repeat', 'check_embeddings',
+           'check_vector_index', 'check_llm']
 
 # %% ../../nbs/05_providers.ipynb #b0d0f67c
 @dataclass
@@ -102,6 +102,19 @@ def parse_tool_reply(text:str) -> tuple[str, list[ToolCall]]:
                              or {})]
     if isinstance(data, dict) and "answer" in data: return str(data["answer"]), []
     return text, []
+
+# %% ../../nbs/05_providers.ipynb #fa391b30
+def render_transcript(messages:list[ChatMessage]) -> str:
+    "Messages as a plain-text transcript for a base (completion) model, ending with the assistant's turn."
+    parts = []
+    for m in messages:
+        if m.role == "system": parts.append(m.content.strip() + "\n")
+        elif m.role == "tool": parts.append(f"Tool result: {m.content.strip()}")
+        elif m.role == "assistant" and m.tool_calls:
+            parts.append("Assistant: "
+                         + json.dumps({"tool": m.tool_calls[0].name, "arguments": m.tool_calls[0].arguments}))
+        else: parts.append(f"{'User' if m.role == 'user' else 'Assistant'}: {m.content.strip()}")
+    return "\n".join(parts) + "\nAssistant:"
 
 # %% ../../nbs/05_providers.ipynb #2180d006
 @dataclass

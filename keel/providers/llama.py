@@ -10,10 +10,10 @@ import numpy as np
 from fastcore.basics import patch
 from ..errors import ModelError
 from .base import first_repeat, LLM, ChatMessage, ChatResult, ToolCall, ToolSpec
-from .base import bound_schema, tool_schema, tool_prompt, parse_tool_reply
+from .base import bound_schema, tool_schema, tool_prompt, parse_tool_reply, render_transcript
 
 # %% auto #0
-__all__ = ['LlamaCppLLM', 'render_transcript']
+__all__ = ['LlamaCppLLM']
 
 # %% ../../nbs/06_llm_llama.ipynb #955c4c0e
 _TOKEN_DATA = np.dtype([("id", np.intc), ("logit", np.single), ("p", np.single)], align=True)
@@ -169,19 +169,6 @@ def complete(self:LlamaCppLLM, prompt:str, *, temperature:float=0.1, max_tokens:
         except ValueError as e:
             raise ModelError(f"{self.name}: {e}", fix="shorten the prompt or raise KEEL_LLM_CONTEXT") from None
     return _result(r, self.name, r["choices"][0]["text"])
-
-# %% ../../nbs/06_llm_llama.ipynb #fa391b30
-def render_transcript(messages:list[ChatMessage]) -> str:
-    "Messages as a plain-text transcript for a base (completion) model, ending with the assistant's turn."
-    parts = []
-    for m in messages:
-        if m.role == "system": parts.append(m.content.strip() + "\n")
-        elif m.role == "tool": parts.append(f"Tool result: {m.content.strip()}")
-        elif m.role == "assistant" and m.tool_calls:
-            parts.append("Assistant: "
-                         + json.dumps({"tool": m.tool_calls[0].name, "arguments": m.tool_calls[0].arguments}))
-        else: parts.append(f"{'User' if m.role == 'user' else 'Assistant'}: {m.content.strip()}")
-    return "\n".join(parts) + "\nAssistant:"
 
 # %% ../../nbs/06_llm_llama.ipynb #f5d35a5a
 def _openai_messages(messages:list[ChatMessage]) -> list[dict]:

@@ -12,9 +12,10 @@ import numpy as np
 from fastcore.basics import patch
 from ..errors import ModelError
 from .base import ChatMessage, ChatResult, ToolCall, ToolSpec, estimate_tokens
+from .base import bound_schema, render_transcript
 
 # %% auto #0
-__all__ = ['JSON_MODES', 'free_port', 'serve_llama', 'OpenAILLM', 'schema_instruction', 'OpenAIEmbeddings']
+__all__ = ['JSON_MODES', 'free_port', 'serve_llama', 'OpenAILLM', 'schema_instruction', 'schema_grammar', 'OpenAIEmbeddings']
 
 # %% ../../nbs/06a_llm_openai.ipynb #be09c1c3
 def free_port() -> int:
@@ -95,6 +96,8 @@ class OpenAILLM:
         # the structured-output mode that worked: json_schema, json_object or instruction
         self.json_mode: str|None = None
         self.has_completions: bool|None = None
+        # whether `/completions` took a `grammar` (llama.cpp's GBNF; llama-cpp-python and llama-server do)
+        self.takes_grammar: bool|None = None
         # how count_tokens counts: llama-cpp-python, tokenize (llama.cpp, vLLM) or estimate
         self.token_counter: str|None = None
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
@@ -151,8 +154,8 @@ def _with_mode(body:dict, mode:str, schema:dict) -> dict:
 
 # %% ../../nbs/06a_llm_openai.ipynb #aaa7533a
 @patch
-def chat(self:OpenAILLM, messages:list[ChatMessage], *, tools:list[ToolSpec]|None=None, temperature:float=0.1,
-         max_tokens:int=700, json_schema:dict|None=None, stop:list[str]|None=None) -> ChatResult:
+def _chat(self:OpenAILLM, messages:list[ChatMessage], *, tools:list[ToolSpec]|None=None, temperature:float=0.1,
+          max_tokens:int=700, json_schema:dict|None=None, stop:list[str]|None=None) -> ChatResult:
     "Reply to `messages` through `/chat/completions`."
     body = {"messages": [_wire(m) for m in messages], "temperature": temperature, "max_tokens": max_tokens}
     if self.model: body["model"] = self.model
@@ -172,23 +175,48 @@ def chat(self:OpenAILLM, messages:list[ChatMessage], *, tools:list[ToolSpec]|Non
                       prompt_tokens=u.get("prompt_tokens", 0), output_tokens=u.get("completion_tokens", 0),
                       model=data.get("model") or self.name, finish_reason=data["choices"][0].get("finish_reason"))
 
+@patch
+def chat(self:OpenAILLM, messages:list[ChatMessage], *, tools:list[ToolSpec]|None=None, temperature:float=0.1,
+         max_tokens:int=700, json_schema:dict|None=None, stop:list[str]|None=None) -> ChatResult:
+    "Reply to `messages` through `/chat/completions`; a completion-style endpoint gets a transcript through `complete`."
+    if self.prompt_style == "completion" and not tools:
+        return self.complete(render_transcript(messages), temperature=temperature, max_tokens=max_tokens,
+                             json_schema=json_schema, stop=(stop or []) + ["\nUser:"])
+    return self._chat(messages, tools=tools, temperature=temperature, max_tokens=max_tokens, json_schema=json_schema,
+                      stop=stop)
+
 # %% ../../nbs/06a_llm_openai.ipynb #25c90e7c
+def schema_grammar(schema:dict) -> str:
+    "A llama.cpp GBNF grammar for a JSON schema (the converter llama-cpp-python ships)."
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+    try: return json_schema_to_gbnf(json.dumps(schema))
+    except Exception as e:
+        raise ModelError(f"cannot compile the JSON schema into a grammar: {e}", fix="simplify the schema") from None
+
 @patch
 def complete(self:OpenAILLM, prompt:str, *, temperature:float=0.1, max_tokens:int=700,
              json_schema:dict|None=None, stop:list[str]|None=None) -> ChatResult:
-    "Continue `prompt` through `/completions` (or chat, where the server lacks it or a schema is given)."
-    if json_schema is not None or self.has_completions is False:
-        return self.chat([ChatMessage("user", prompt)], temperature=temperature, max_tokens=max_tokens,
-                         json_schema=json_schema, stop=stop)
+    "Continue `prompt` through `/completions` (a schema as a grammar where the endpoint takes one; else through chat)."
+    grammar = json_schema is not None and self.prompt_style == "completion" and self.takes_grammar is not False
+    if (json_schema is not None and not grammar) or self.has_completions is False:
+        return self._chat([ChatMessage("user", prompt)], temperature=temperature, max_tokens=max_tokens,
+                          json_schema=json_schema, stop=stop)
     body = {"prompt": prompt, "temperature": temperature, "max_tokens": max_tokens}
     if self.model: body["model"] = self.model
     if stop: body["stop"] = stop
+    if grammar: body["grammar"] = schema_grammar(bound_schema(json_schema, max_tokens))
     r = _post(self._client, self.base_url + "/completions", body, self.timeout)
+    again = lambda: self.complete(prompt, temperature=temperature, max_tokens=max_tokens, json_schema=json_schema,
+                                  stop=stop)
     if r.status_code in (404, 405, 501):
         self.has_completions = False
-        return self.complete(prompt, temperature=temperature, max_tokens=max_tokens, stop=stop)
+        return again()
+    if grammar and r.status_code in (400, 422):
+        self.takes_grammar = False
+        return again()
     if r.status_code >= 400: raise _fail(r)
     self.has_completions = True
+    if grammar: self.takes_grammar = True
     data = r.json(); u = data.get("usage") or {}
     return ChatResult(content=data["choices"][0].get("text") or "", prompt_tokens=u.get("prompt_tokens", 0),
                       output_tokens=u.get("completion_tokens", 0), model=data.get("model") or self.name,
