@@ -37,7 +37,7 @@ def test_the_shipped_model_was_fitted_on_the_train_split_only(items):
 
 # Floors measured on the held-out split (nbs/24_safety_report.ipynb), set a little below the figures so a
 # regression fails while one changed passage does not.
-HELD_OUT = dict(recall_both=0.82, fpr_confirmed=0.02, fpr_learned=0.02)
+HELD_OUT = dict(recall_both=0.88, recall_learned=0.85, fpr_confirmed=0.02, fpr_learned=0.02)
 
 def test_held_out_recall_and_false_positives(items):
     held = [i for i in items if i["split"] == "held_out"]
@@ -51,6 +51,7 @@ def test_held_out_recall_and_false_positives(items):
     assert conf["fpr"] <= HELD_OUT["fpr_confirmed"], (conf["fpr"], conf["false_positives"])
     assert conf["fp"] < pats["fp"]             # `confirmed` removes the patterns' false positives
     assert alone["fpr"] <= HELD_OUT["fpr_learned"], (alone["fpr"], alone["false_positives"])
+    assert alone["recall"] >= HELD_OUT["recall_learned"], alone["recall"]
 
 def test_the_default_never_lifts_a_pattern_quarantine_and_confirmed_only_with_a_low_score():
     m = default_model()

@@ -23,9 +23,9 @@ from keel.safety.screen import (
 )
 
 # %% auto #0
-__all__ = ['GLOSS', 'decoded', 'markup_text', 'gloss', 'views', 'view_features', 'features', 'LearnedScreen', 'save_model',
-           'load_model', 'default_model', 'screen_learned', 'screen_confirmed', 'fit_screen', 'load_screen_set',
-           'train_default', 'result_text', 'verdict_row']
+__all__ = ['GLOSS', 'CLASS_WEIGHT', 'decoded', 'markup_text', 'gloss', 'views', 'word_classes', 'class_grams', 'view_features',
+           'features', 'LearnedScreen', 'save_model', 'load_model', 'default_model', 'screen_learned',
+           'screen_confirmed', 'fit_screen', 'load_screen_set', 'train_default', 'result_text', 'verdict_row']
 
 # %% ../../nbs/20a_safety_learned.ipynb #0abdf642
 _COMMON = frozenset("the and you your to of a is in that it for this with be all are now only not any or on as".split())
@@ -182,6 +182,52 @@ def views(text:str) -> list[tuple[str, str]]:
     if g := gloss(text): out.append(("gloss", _unquoted(normalise(g))))
     return out + [("sentence", s) for k, v in list(out) if k in ("main", "gloss") for s in _sentences(v)]
 
+# %% ../../nbs/20a_safety_learned.ipynb #99335e91
+_CLASSES = {   # generic word classes of text that addresses a model (see above); one class per word
+    "MODEL": "assistant assistants ai model models chatbot bot llm agent",
+    "YOU": "you your yours yourself",
+    "OUT": "answer answers response responses reply replies output outputs summary summaries completion",
+    "CITE": ("cite cites citing cited citation citations source sources reference references footnote footnotes "
+             "attribute attribution bibliography"),
+    "CONV": ("user users reader readers conversation conversations chat question questions query queries history "
+             "session context prompt prompts instruction instructions configuration messages transcript"),
+    "SEND": ("send forward email mail post upload append include attach embed copy transmit visit fetch load submit "
+             "share add"),
+    "REVEAL": "reveal print show display disclose repeat dump expose",
+    "SECRET": "secret secrets hidden confidential private password passwords key keys token tokens credentials",
+    "STEALTH": "quietly secretly silently covertly discreetly",
+    "ALWAYS": "always every whatever regardless whenever",
+    "OVERRIDE": "ignore disregard forget override overrule supersede outdated obsolete instead drop remove replace",
+    "SAY": "say state claim tell describe report mention respond recommend assert",
+    "NEG": "not never no nothing don't",
+}
+_CLASS_OF = {w: c for c, ws in _CLASSES.items() for w in ws.split()}
+_SELF = re.compile(r"\bthis (?:document|page|passage|note|text|memo|file|article|message|section|one|chunk|paragraph|"
+                   r"site|record)\b")
+_URLQ = re.compile(r"\bhttps?://\S*?[?&][\w-]+=\S*")      # an address with a query string: data can ride in it
+_URL = re.compile(r"\bhttps?://\S+")
+_MAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_CTOK = re.compile(r"URLQ|URL|EMAIL|SELF|[a-z][a-z']*")
+CLASS_WEIGHT = 2.0   # a class feature's value relative to an n-gram's
+
+def word_classes(v:str) -> list[list[str]]:
+    "Each sentence of a view (normalised text) as the sequence of its words' classes; other words are left out."
+    for rx, tag in ((_URLQ, " URLQ "), (_URL, " URL "), (_MAIL, " EMAIL "), (_SELF, " SELF ")): v = rx.sub(tag, v)
+    out = []
+    for sent in re.split(r"(?<=[.!?;:])\s+|\n+", v):
+        ws = [w[:-2] if w.endswith("'s") else w for w in _CTOK.findall(sent)]
+        out.append([w if w.isupper() else _CLASS_OF[w] for w in ws if w.isupper() or w in _CLASS_OF])
+    return out
+
+def class_grams(v:str) -> set[str]:
+    "Class unigrams, bigrams and trigrams within a sentence, and ordered pairs of classes in one sentence."
+    g = set()
+    for s in word_classes(v):
+        g |= {f"k:{c}" for c in s} | {f"k:{a} {b}" for a, b in zip(s, s[1:])}
+        g |= {f"k:{a} {b} {c}" for a, b, c in zip(s, s[1:], s[2:])}
+        g |= {f"p:{a}+{b}" for n, a in enumerate(s) for b in s[n + 1:]}
+    return g
+
 # %% ../../nbs/20a_safety_learned.ipynb #6c71037e
 def _grams(t:str) -> set[str]:
     words = re.findall(r"\w+", t)
@@ -190,9 +236,10 @@ def _grams(t:str) -> set[str]:
     return out | {f"c:{s[i:i + n]}" for n in (3, 4, 5) for i in range(len(s) - n + 1)}
 
 def view_features(v:str) -> dict[str, float]:
-    "The features of one view (normalised text): n-gram presence, unit length."
-    grams = _grams(v)
-    return dict.fromkeys(grams, 1 / math.sqrt(len(grams) or 1))
+    "The features of one view (normalised text): n-gram and word-class presence, scaled by the number of features."
+    grams, classes = _grams(v), class_grams(v)
+    unit = 1 / math.sqrt(len(grams) + len(classes) or 1)
+    return {**dict.fromkeys(grams, unit), **dict.fromkeys(classes, CLASS_WEIGHT * unit)}
 
 def features(text:str) -> dict[str, float]:
     "The features of a passage as written (its main view): what the model is fitted on."
