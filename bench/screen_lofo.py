@@ -6,7 +6,9 @@ left-out family (both splits) and the held-out hard negatives with the patterns,
 both as `KEEL_INJECTION_SCREEN=learned` runs them (either quarantines) and as `confirmed` runs them.
 Prints one row per family and writes the table as JSON.
 
-    python bench/screen_lofo.py [--out lofo.json] [--families citation,encoded]
+    python bench/screen_lofo.py [--out lofo.json] [--families citation,encoded] [--class-weight 0]
+
+`--class-weight 0` fits without the word-class features (the previous version of the layer).
 """
 
 import argparse, json, sys, time
@@ -24,13 +26,13 @@ def rates(flags, items):
     return round(sum(inj) / len(inj), 4), round(sum(ben) / len(ben), 4)
 
 
-def fold(items, fam):
+def fold(items, fam, class_weight=None):
     train = [i for i in items if i["split"] == "train" and i.get("family") != fam]
     test = [i for i in items if i.get("family") == fam] + [
         i for i in items if i["label"] == "benign" and i["split"] == "held_out"
     ]
     t0 = time.process_time()
-    m = fit_screen(train)
+    m = fit_screen(train, class_weight=class_weight)
     pats = [screen(i["text"]).quarantine for i in test]
     learned = [m.prob(i["text"]) >= m.threshold for i in test]
     both = [p or l for p, l in zip(pats, learned)]
@@ -65,12 +67,13 @@ if __name__ == "__main__":
     ap.add_argument("--set", default=str(ROOT / "golden/safety/screen_set.jsonl"))
     ap.add_argument("--out", default=None)
     ap.add_argument("--families", default=None, help="comma-separated; default every family")
+    ap.add_argument("--class-weight", type=float, default=None, help="word-class features' weight (default: Keel's)")
     a = ap.parse_args()
     items = load_screen_set(a.set)
     fams = a.families.split(",") if a.families else sorted({i["family"] for i in items if i["label"] == "injection"})
     rows = []
     for fam in fams:
-        rows.append(fold(items, fam))
+        rows.append(fold(items, fam, a.class_weight))
         print(json.dumps(rows[-1]), flush=True)
     if a.out:
         Path(a.out).write_text(json.dumps(rows, indent=1) + "\n")
