@@ -252,12 +252,14 @@ def gate(summary:dict, min_success:float|None=None, regressions:list|None=None) 
     return dict(passed=not why, reasons=why, min_success=min_success, regressions=[dataclasses.asdict(r) for r in regs])
 
 # %% ../../nbs/61_evals_agent.ipynb #6153fbf7
-RUN_KEYS = ("tasks_digest", "model", "backend", "tool_mode", "max_steps")
+RUN_KEYS = ("tasks_digest", "model", "backend", "prompt_style", "tool_mode", "max_steps")
 
-def run_config(tasks_path:Path|str, backend:str, model:str, tool_mode:str, max_steps:int|None) -> dict:
+def run_config(tasks_path:Path|str, backend:str, model:str, tool_mode:str, max_steps:int|None,
+               prompt_style:str|None=None # `chat` or `completion` (how the model got its prompt), where known
+              ) -> dict:
     "What must match for two runs' rows to be put together or compared."
     return dict(tasks_digest=hashlib.sha256(Path(tasks_path).read_bytes()).hexdigest(), model=model, backend=backend,
-                tool_mode=tool_mode, max_steps=max_steps)
+                prompt_style=prompt_style, tool_mode=tool_mode, max_steps=max_steps)
 
 def load_agent_run(path:Path|str, what:str="agent run") -> dict:
     "An agent report (`agent-<stamp>.json`, a baseline) or an interrupted run's `.partial.json`."
@@ -275,8 +277,8 @@ def check_config(p:dict, config:dict, where:str, keys=RUN_KEYS, fix:str|None=Non
         if k in p and p[k] != config[k]:
             raise InputError(f"{where} was run with {k} {p[k]!r}, this run with {config[k]!r}",
                              fix=fix
-                             or "resume or merge only runs of the same task file, model, backend, tool mode and "
-                                "--max-steps")
+                             or "resume or merge only runs of the same task file, model, backend, prompt style, tool "
+                                "mode and --max-steps")
 
 def reuse_rows(earlier:list[tuple[str, dict]], config:dict) -> dict[str, dict]:
     "Scored rows of earlier runs by task id (the first run that has a task wins), each run checked against `config`."
@@ -302,7 +304,7 @@ def load_agent_baseline(path:Path|str|None, config:dict) -> dict|None:
     "The baseline at `path` (None when there is none), checked to be measured like this run."
     if path is None or not Path(path).exists(): return None
     b = load_agent_run(path, "agent baseline")
-    check_config(b, config, f"the baseline {path}", keys=("model", "backend", "tool_mode", "max_steps"),
+    check_config(b, config, f"the baseline {path}", keys=("model", "backend", "prompt_style", "tool_mode", "max_steps"),
                  fix="run as the baseline was run, name a baseline for this configuration with --baseline, or "
                      "--no-baseline")
     return b
@@ -431,7 +433,8 @@ def run_agent_eval(ctx, # an AppContext (llm, con, ledger, log, retriever, inges
     first = lambda k: next((p[k] for _, p in earlier if p.get(k)), None)    # a merge takes these from its runs
     model = str(getattr(ctx.llm, "name", "")) if todo else first("model") or ""
     backend = ctx.settings.llm_backend if todo else first("backend") or ctx.settings.llm_backend
-    config = run_config(tasks_path, backend, model, tool_mode, max_steps)
+    style = getattr(ctx.llm, "prompt_style", None) if todo else first("prompt_style")
+    config = run_config(tasks_path, backend, model, tool_mode, max_steps, style)
     done = reuse_rows(earlier, config)
     baseline = load_agent_baseline(baseline_path, config)          # a mismatch fails before any model call
     now = dt.datetime.now(dt.timezone.utc)
