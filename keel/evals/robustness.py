@@ -637,9 +637,9 @@ def _parser() -> argparse.ArgumentParser:
 def format_table(res:RobustnessResult) -> str:
     "The table and the gates as text."
     from keel.evals.report import fmt
-    lines = [f"{'perturbation':20} {'param':10} {'metric':17} {'n':>3} {'clean':>6} {'pert.':>6} {'delta':>6}  95% CI"]
+    lines = [f"{'perturbation':20} {'param':10} {'metric':19} {'n':>3} {'clean':>6} {'pert.':>6} {'delta':>6}  95% CI"]
     for t in res.table:
-        lines.append(f"{t['perturbation']:20} {t['param']:10} {t['metric']:17} {t['n']:>3} {fmt(t['clean']):>6} "
+        lines.append(f"{t['perturbation']:20} {t['param']:10} {t['metric']:19} {t['n']:>3} {fmt(t['clean']):>6} "
                      f"{fmt(t['perturbed']):>6} {fmt(t['delta']):>6}  {fmt(t['ci_low'])} .. {fmt(t['ci_high'])}")
     for g in res.gates:
         lines.append(f"gate {g.name}: {fmt(g.value)} ({g.direction} {fmt(g.bound)}) {'pass' if g.passed else 'FAILED'}")
