@@ -6,6 +6,11 @@ query word, its own reciprocal-rank fusion) over the same passages and the same 
 two differ.
 
 Usage: python bench/scifact_retrieval.py [--data DIR] [--limit N] [--systems bm25 vector hybrid] [--before] [--out DIR]
+                                        [--chunk]
+
+`--chunk` ingests the corpus as `keel ingest` would, each abstract cut into chunks (its own data directory,
+bench/.cache/scifact-train-chunked-data); a document's rank is its best chunk's, and the search goes 300 chunks deep so
+that Recall@100 counts 100 documents.
 
 The corpus stays outside the package (../shared/data/scifact-train beside the repository by default). The first
 run embeds 5,183 abstracts with the deployment's model (cached in bench/.cache/embeddings/); later runs find every
@@ -21,7 +26,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 DEFAULT_DATA = REPO.parent/"shared"/"data"/"scifact-train"
 
-def context(data:Path, cache:Path, data_dir:Path, ingest:bool=True):
+def context(data:Path, cache:Path, data_dir:Path, ingest:bool=True, chunk:bool=False):
     "The SciFact corpus's own context, ingested through the production path (nothing new when already there)."
     from keel.config import load_settings
     from keel.factory import build_context
@@ -32,7 +37,8 @@ def context(data:Path, cache:Path, data_dir:Path, ingest:bool=True):
         ctx = base.derive(data_dir=data_dir).use_embeddings(CachedEmbeddings(base.embeddings, cache/"embeddings"))
         ctx.ingest_summary = f"{ctx.con.execute('SELECT count(*) FROM chunks').fetchone()[0]} passages in {data_dir}, taken as they are"
         return ctx
-    return corpus_context(base, beir_documents(data), data_dir, CachedEmbeddings(base.embeddings, cache/"embeddings"), progress=True)
+    return corpus_context(base, beir_documents(data), data_dir, CachedEmbeddings(base.embeddings, cache/"embeddings"),
+                          progress=True, chunk=chunk)
 
 def before_systems(ctx):
     "The benchmark's old in-memory path over the same passages and stored vectors: FTS5 with every word, its own RRF."
@@ -59,7 +65,7 @@ def before_systems(ctx):
 
 def run(data:Path=DEFAULT_DATA, limit:int|None=None, systems=("bm25", "vector", "hybrid"), out:Path=HERE/".cache"/"scifact",
         cache:Path=HERE/".cache", depth:int=100, permutations:int=10_000, data_dir:Path|None=None, before:bool=False,
-        ingest:bool=True):
+        ingest:bool=True, chunk:bool=False):
     "Run the benchmark; returns (result, timings)."
     from keel.evals.retrieval_data import load_beir
     from keel.evals.retrieval_bench import run_benchmark, BENCH_TAGS
@@ -67,7 +73,8 @@ def run(data:Path=DEFAULT_DATA, limit:int|None=None, systems=("bm25", "vector", 
     t0 = time.perf_counter()
     ds = load_beir(data, split="train", cutoffs=(1, 3, 5, 10, 100), limit=limit)[0]
     for c in ds.cases: c.user_tags = list(BENCH_TAGS)
-    ctx = context(data, cache, data_dir or cache/"scifact-train-data", ingest)
+    ctx = context(data, cache, data_dir or cache/f"scifact-train{'-chunked' if chunk else ''}-data", ingest, chunk)
+    if chunk: depth = max(depth, 300)
     t1 = time.perf_counter()
     res = run_benchmark(ctx, ds, systems=list(systems), extra=before_systems(ctx) if before else None, depth=depth, permutations=permutations)
     t2 = time.perf_counter()
@@ -89,13 +96,15 @@ def main(argv=None):
     p.add_argument("--limit", type=int)
     p.add_argument("--systems", nargs="+", default=["bm25", "vector", "hybrid"])
     p.add_argument("--before", action="store_true", help="also run the old in-memory path over the same passages and vectors")
-    p.add_argument("--out", type=Path, default=HERE/".cache"/"scifact")
+    p.add_argument("--out", type=Path, help="where the runs and reports go (default bench/.cache/scifact[-chunked])")
     p.add_argument("--as-is", action="store_true", help="search the data directory as it is, ingesting nothing")
+    p.add_argument("--chunk", action="store_true", help="cut the abstracts into chunks as `keel ingest` does")
     a = p.parse_args(argv)
     if not (a.data/"corpus.jsonl").is_file(): sys.exit(f"no SciFact data at {a.data} (corpus.jsonl missing); pass --data")
     from keel.evals.retrieval_report import format_text
     systems = a.systems + (["before-bm25", "before-vector", "before-hybrid"] if a.before else [])
-    res, t = run(a.data, a.limit, systems, a.out, before=a.before, ingest=not a.as_is, permutations=1000)
+    out = a.out or HERE/".cache"/("scifact-chunked" if a.chunk else "scifact")
+    res, t = run(a.data, a.limit, systems, out, before=a.before, ingest=not a.as_is, permutations=1000, chunk=a.chunk)
     print(format_text(res))
     print()
     print("headline (document level): " + "; ".join(

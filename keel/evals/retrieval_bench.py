@@ -30,13 +30,14 @@ def corpus_context(ctx, # the caller's context: its settings, and `derive` for n
                    data_dir:str|Path, # the corpus's own data directory, kept between runs
                    embeddings=None, # the model to embed with (e.g. a `CachedEmbeddings`); default the settings'
                    tags:Sequence[str]=BENCH_TAGS, # every passage's tags
-                   progress:bool|None=None): # a progress bar while embedding; default on a terminal or in a notebook
-    "A context over a benchmark corpus ingested through the production `Ingestor`, one passage per document."
+                   progress:bool|None=None, # a progress bar while embedding; default on a terminal or in a notebook
+                   chunk:bool=False): # cut documents into chunks as `keel ingest` does (default: one passage each)
+    "A benchmark corpus's context, ingested through the production `Ingestor`: one passage per document unless `chunk`."
     bctx = ctx.derive(data_dir=Path(data_dir))
     if embeddings is not None: bctx.use_embeddings(embeddings)
-    res = bctx.ingestor.ingest_documents(docs, list(tags), chunk=False, progress=progress)
-    n = Counter(r.status for r in res)
-    bctx.ingest_summary = (f"{len(res)} passages in {data_dir}: {n['added']} ingested, {n['duplicate']} already there, "
+    res = bctx.ingestor.ingest_documents(docs, list(tags), chunk=chunk, progress=progress)
+    n, unit = Counter(r.status for r in res), "documents" if chunk else "passages"
+    bctx.ingest_summary = (f"{len(res)} {unit} in {data_dir}: {n['added']} ingested, {n['duplicate']} already there, "
                            f"{n['failed']} failed, {sum(r.quarantined for r in res)} quarantined")
     return bctx
 
