@@ -6,7 +6,13 @@ documents visible (label 1, the documents answer it) and with them masked the wa
 the scoring took. Writes bench/answerability-features.csv, which nbs/13a_answerability.ipynb fits the default
 calibration on. Build the corpora first (`python bench/corpora.py scifact`, `... pubmedqa`; minutes of embedding on
 two cores, cached after). Usage:
-    .venv/bin/python bench/answerability_features.py [scifact pubmedqa] [--limit N]
+    .venv/bin/python bench/answerability_features.py [scifact pubmedqa] [--limit N] [--chunked] [--ldo]
+
+`--chunked` asks the chunked data directories instead (`bench/chunked_study.py` and `bench/scifact_retrieval.py
+--chunk` build them: abstracts cut into chunks as `keel ingest` stores them) and writes
+bench/.cache/answerability-chunked-*.csv, leaving the committed CSV alone. `--ldo` prints, for the rows written,
+leave-documents-out ROC AUC per domain (5 folds grouped by the cited document, `fit_calibration` on four, scored on
+the fifth), the error rates at 10% false answers, and both cross-domain AUCs.
 """
 import argparse, csv, json, sys, time
 from pathlib import Path
@@ -49,6 +55,42 @@ def rows_for(name:str, limit:int|None=None) -> list[dict]:
     ctx.embeddings.save()                         # the questions' embeddings, for the next run
     return out
 
+def chunked_context(name:str, ingest:bool=False, **kw):
+    "The chunked benchmark data directory of a corpus, as `corpora.context` returns the one-passage one."
+    from scifact_retrieval import context
+    folder, split = corpora.corpus(name)
+    return context(folder, corpora.CACHE, corpora.CACHE/f"{folder.name}-chunked-data", ingest=False), folder, split
+
+def leave_documents_out(rows:list[dict], folds:int=5, seed:int=0) -> tuple[float, dict]:
+    "ROC AUC and the 10%-false-answer operating point of out-of-fold scores, folds grouped by the cited document."
+    import random
+    from keel.answerability import fit_calibration, roc_auc, operating_point
+    groups = sorted({r["group"] for r in rows}); random.Random(seed).shuffle(groups)
+    fold = {g: i % folds for i, g in enumerate(groups)}
+    p, y = [], []
+    for f in range(folds):
+        cal = fit_calibration([r for r in rows if fold[r["group"]] != f])
+        test = [r for r in rows if fold[r["group"]] == f]
+        p += [cal.probability(r) for r in test]; y += [int(r["label"]) for r in test]
+    return roc_auc(p, y), operating_point(p, y, 0.10)
+
+def report(rows:list[dict]):
+    "Leave-documents-out and cross-domain figures of `rows`, printed."
+    from keel.answerability import fit_calibration, roc_auc
+    by = {d: [r for r in rows if r["domain"] == d] for d in ("scifact", "pubmedqa")}
+    for d, rs in by.items():
+        if not rs: continue
+        auc, op = leave_documents_out(rs)
+        answerable = [r for r in rs if int(r["label"])]
+        first = sum(int(r["source_rank"]) == 1 for r in answerable) / max(1, len(answerable))
+        print(f"{d}: leave-documents-out ROC AUC {auc:.3f}; at <= 10% false answers: false refusals "
+              f"{op['false_refusal']:.1%}, false answers {op['false_answer']:.1%}; cited document first {first:.1%}")
+    if all(by.values()):
+        for a, b in (("pubmedqa", "scifact"), ("scifact", "pubmedqa")):
+            cal = fit_calibration(by[a])
+            auc = roc_auc([cal.probability(r) for r in by[b]], [int(r["label"]) for r in by[b]])
+            print(f"fit {a} -> test {b}: ROC AUC {auc:.3f}")
+
 def write(rows:list[dict], path:Path):
     with open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0])); w.writeheader(); w.writerows(rows)
@@ -56,11 +98,17 @@ def write(rows:list[dict], path:Path):
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(); ap.add_argument("domains", nargs="*", default=["scifact", "pubmedqa"])
     ap.add_argument("--limit", type=int); ap.add_argument("--out", default=str(OUT))
+    ap.add_argument("--chunked", action="store_true",
+                    help="the chunked data directories (the committed CSV is left alone)")
+    ap.add_argument("--ldo", action="store_true", help="print leave-documents-out and cross-domain figures")
     args = ap.parse_args()
+    if args.chunked: corpora.context = chunked_context
+    stem = "answerability-chunked" if args.chunked else "answerability"
     for name in args.domains:                       # one file per domain in the cache, then the two joined
         rows = rows_for(name, args.limit)
-        write(rows, corpora.CACHE/f"answerability-{name}.csv"); print(f"{name}: {len(rows)} rows")
-    parts = [corpora.CACHE/f"answerability-{n}.csv" for n in ("scifact", "pubmedqa")]
+        write(rows, corpora.CACHE/f"{stem}-{name}.csv"); print(f"{name}: {len(rows)} rows")
+    parts = [corpora.CACHE/f"{stem}-{n}.csv" for n in ("scifact", "pubmedqa")]
     if all(p.exists() for p in parts):
         rows = [r for p in parts for r in csv.DictReader(open(p))]
-        write(rows, Path(args.out)); print(f"wrote {len(rows)} rows to {args.out}")
+        if not args.chunked: write(rows, Path(args.out)); print(f"wrote {len(rows)} rows to {args.out}")
+        if args.ldo: report(rows)

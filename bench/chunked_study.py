@@ -100,7 +100,8 @@ def cross_validate(scores:dict, folds:int=5, seed:int=0) -> tuple[float, list[st
 
 def joint(res:dict) -> dict|None:
     """The choice made on SciFact over both layouts at once: each claim's nDCG@10 averaged over its one-passage score
-    (bench/fusion_study.py's cached grid) and its chunked score, cross-validated as above; PubMedQA for what it picks."""
+    (bench/fusion_study.py's cached grid) and its chunked score, cross-validated as above; PubMedQA for what it
+    picks."""
     import pickle
     grid = {}
     for corpus in ("scifact", "pubmedqa"):
@@ -111,7 +112,8 @@ def joint(res:dict) -> dict|None:
             grid[corpus].update(pickle.load(open(f, "rb"))["scores"])
     def one_passage(k):
         f, w, t = k.split(", ")
-        return (f"title {t.split()[1]}, k1 1.2, b 0.75", f"convex {f.split()[1]}, {w}" if f.startswith("convex") else f"RRF k 60, {w}")
+        fusion = f"convex {f.split()[1]}, {w}" if f.startswith("convex") else f"RRF k 60, {w}"
+        return (f"title {t.split()[1]}, k1 1.2, b 0.75", fusion)
     names = [k for k in res["scifact"]["scores"] if "alone" not in k and one_passage(k) in grid["scifact"]]
     u = {k: np.asarray(grid["scifact"][one_passage(k)])[:, 0] for k in names}
     c = {k: np.array([x[0] for x in res["scifact"]["scores"][k]]) for k in names}
@@ -122,9 +124,9 @@ def joint(res:dict) -> dict|None:
     row = lambda k: {"scifact": [float(np.mean(u[k])), float(np.mean(c[k]))],
                      "pubmedqa": [float(np.asarray(grid["pubmedqa"][one_passage(k)])[:, 0].mean()),
                                   float(np.mean([x[0] for x in res["pubmedqa"]["scores"][k]]))]}
-    return {"ndcg@10": cv, "chosen": chosen, "over_20_splits": {"mean": float(np.mean(splits)), "min": float(min(splits)),
-            "max": float(max(splits))}, "best_on_train": best,
-            "rows": {k: row(k) for k in dict.fromkeys([best, "convex zscore, w 0.45, title 3", "convex minmax, w 0.6, title 2"])}}
+    shown = dict.fromkeys([best, "convex zscore, w 0.45, title 3", "convex minmax, w 0.6, title 2"])
+    return {"ndcg@10": cv, "chosen": chosen, "best_on_train": best, "rows": {k: row(k) for k in shown},
+            "over_20_splits": {"mean": float(np.mean(splits)), "min": float(min(splits)), "max": float(max(splits))}}
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -148,7 +150,8 @@ def main(argv=None):
               f"range {min(splits):.4f}-{max(splits):.4f}); chosen: {', '.join(dict.fromkeys(chosen))}")
     if {"scifact", "pubmedqa"} <= set(res) and (j := joint(res)):
         res["joint"] = j
-        print(f"Both layouts at once: 5-fold CV nDCG@10 {j['ndcg@10']:.4f} (20 splits: mean {j['over_20_splits']['mean']:.4f}); "
+        print(f"Both layouts at once: 5-fold CV nDCG@10 {j['ndcg@10']:.4f} "
+              f"(20 splits: mean {j['over_20_splits']['mean']:.4f}); "
               f"best on train {j['best_on_train']}")
         for k, v in j["rows"].items():
             print(f"  {k}: SciFact one passage / chunked {v['scifact'][0]:.4f} / {v['scifact'][1]:.4f}; "
@@ -157,7 +160,8 @@ def main(argv=None):
                    "mean": {k: [float(np.mean(v)) for v in zip(*x)] for k, x in res[c]["scores"].items()}}
                for c in ("scifact", "pubmedqa") if c in res}
     RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps({**summary, "cv": res.get("cv"), "joint": res.get("joint"), "shipped": shipped}, indent=1))
+    RESULTS.write_text(json.dumps({**summary, "cv": res.get("cv"), "joint": res.get("joint"), "shipped": shipped},
+                                  indent=1))
     have = [c for c in ("scifact", "pubmedqa") if c in res]
     rows = sorted(res[have[0]]["scores"], key=lambda k: -np.mean([s[0] for s in res[have[0]]["scores"][k]]))
     print(f"{'configuration':<34}" + "".join(f"{c + ' nDCG@10':>18}{'R@100':>8}" for c in have))
