@@ -63,9 +63,7 @@ def measure(name:str, depth:int, limit=None) -> dict:
         r.settings, r._bm25 = base.replace(bm25_title_weight=title), None     # the BM25 index is built per title weight
         for qid, text, judged in tqdm(qs, desc=f"{name} title {title:g}", unit="q", mininterval=5):
             qvec = ctx.embeddings.embed_query(text)
-            qw = r._bm25_query(text, TAGS, frozenset())
-            lists = {"bm25": r._hits(r._bm25_pairs(text, TAGS, depth, qw, frozenset()), TAGS, "bm25"),
-                     "vector": r._hits(r._vector_pairs(qvec, TAGS, depth, frozenset()), TAGS, "vector")}
+            lists, qw = r.ranked_lists(text, TAGS, depth, depth, qvec)
             completed = r._complete(kr.rrf(lists), qw, np.asarray(qvec, np.float32))
             for method, norm, w in CONFIGS:
                 if method == "vector" and title != TITLES[0]: continue

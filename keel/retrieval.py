@@ -773,6 +773,17 @@ def fuse(self:Retriever, lists:dict[str, list[ChunkHit]], qw:dict, qvec:np.ndarr
 
 # %% ../nbs/13_retrieval.ipynb #bbff29cb
 @patch
+def ranked_lists(self:Retriever, query:str, tags:Sequence[str]|None,
+                 k_bm25:int, k_vector:int, # how deep each list goes
+                 qvec:np.ndarray, # the query's embedding
+                 exclude=frozenset() # chunk ids left out of both searches
+                ) -> tuple[dict[str, list[ChunkHit]], dict]:
+    "The BM25 and vector lists `hybrid` fuses, and the BM25 query's term weights (what `fuse` completes scores with)."
+    qw = self._bm25_query(query, tags, exclude)
+    return {"bm25": self._hits(self._bm25_pairs(query, tags, k_bm25, qw, exclude), tags, "bm25"),
+            "vector": self._hits(self._vector_pairs(qvec, tags, k_vector, exclude), tags, "vector")}, qw
+
+@patch
 def hybrid(self:Retriever, query:str, tags:Sequence[str]|None, k:int|None=None, # defaults to settings.top_k_final
            score:bool=True,
            qvec:np.ndarray|None=None, # the query's embedding when the caller already has it
@@ -782,10 +793,8 @@ def hybrid(self:Retriever, query:str, tags:Sequence[str]|None, k:int|None=None, 
     k, ex = k or self.settings.top_k_final, frozenset(exclude)
     if not effective_tags(tags) or not (query or "").strip(): return []
     qvec = self.embeddings.embed_query(query) if qvec is None else qvec
-    qw = self._bm25_query(query, tags, ex)
-    lists = {"bm25": self._hits(self._bm25_pairs(query, tags, max(k, self.settings.top_k_bm25), qw, ex), tags, "bm25"),
-             "vector": self._hits(self._vector_pairs(qvec, tags, max(k, self.settings.top_k_vector), ex), tags,
-                                  "vector")}
+    lists, qw = self.ranked_lists(query, tags, max(k, self.settings.top_k_bm25), max(k, self.settings.top_k_vector),
+                                  qvec, ex)
     hits = self.fuse(lists, qw, qvec)[:k]
     return self._score(query, hits, qvec) if score else _strip(hits)
 
