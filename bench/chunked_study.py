@@ -22,7 +22,7 @@ import argparse, json, random, sys, time
 from pathlib import Path
 import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from corpora import SCIFACT, TAGS, CACHE, pubmedqa_beir
+from corpora import SCIFACT, TAGS, CACHE, corpus, pubmedqa_beir
 from fusion_study import queries
 from scifact_retrieval import context as beir_context
 import keel.retrieval as kr
@@ -34,10 +34,6 @@ TITLES = (1.0, 2.0, 3.0)
 WEIGHTS = tuple(round(x, 2) for x in np.arange(0.3, 0.751, 0.05))
 CONFIGS = ([("bm25", None, None), ("vector", None, None)] + [("rrf", None, w) for w in WEIGHTS]
            + [("convex", n, w) for n in ("minmax", "zscore") for w in WEIGHTS])
-
-def corpus(name:str) -> tuple[Path, str]:
-    "(BEIR folder, qrels split) of a corpus by name."
-    return (SCIFACT, "train") if name == "scifact" else (pubmedqa_beir(), "dev")
 
 def order(method:str, norm, w, lists:dict, completed:list) -> list:
     "One configuration's fused ranking, through the library's own fusion functions."
