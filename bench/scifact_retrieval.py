@@ -35,24 +35,29 @@ def context(data:Path, cache:Path, data_dir:Path, ingest:bool=True, chunk:bool=F
     base = build_context(load_settings(dotenv=None, data_dir=cache/"keel"))
     if not ingest:                          # the directory as it is (e.g. a corpus whose embedding was cut short)
         ctx = base.derive(data_dir=data_dir).use_embeddings(CachedEmbeddings(base.embeddings, cache/"embeddings"))
-        ctx.ingest_summary = f"{ctx.con.execute('SELECT count(*) FROM chunks').fetchone()[0]} passages in {data_dir}, taken as they are"
+        n = ctx.con.execute('SELECT count(*) FROM chunks').fetchone()[0]
+        ctx.ingest_summary = f"{n} passages in {data_dir}, taken as they are"
         return ctx
     return corpus_context(base, beir_documents(data), data_dir, CachedEmbeddings(base.embeddings, cache/"embeddings"),
                           progress=True, chunk=chunk)
 
 def before_systems(ctx):
     "The benchmark's old in-memory path over the same passages and stored vectors: FTS5 with every word, its own RRF."
-    rows = ctx.con.execute("SELECT c.id, c.text, d.title, d.source, c.embedding FROM chunks c JOIN documents d ON d.id = c.document_id "
-                           "WHERE c.quarantined = 0 ORDER BY c.id").fetchall()
+    rows = ctx.con.execute("SELECT c.id, c.text, d.title, d.source, c.embedding FROM chunks c "
+                           "JOIN documents d ON d.id = c.document_id WHERE c.quarantined = 0 ORDER BY c.id").fetchall()
     db = sqlite3.connect(":memory:")
-    db.execute("CREATE VIRTUAL TABLE fts USING fts5(text, heading, title, tokenize='porter unicode61 remove_diacritics 2')")
-    db.executemany("INSERT INTO fts(rowid, text, heading, title) VALUES (?,?,'',?)", [(i, r[1], r[2]) for i, r in enumerate(rows)])
+    db.execute("CREATE VIRTUAL TABLE fts USING fts5(text, heading, title, "
+               "tokenize='porter unicode61 remove_diacritics 2')")
+    db.executemany("INSERT INTO fts(rowid, text, heading, title) VALUES (?,?,'',?)",
+                   [(i, r[1], r[2]) for i, r in enumerate(rows)])
     V = np.stack([np.frombuffer(r[4], np.float32) for r in rows])
     from keel.providers.base import ChunkHit
     hit = lambda i, s: ChunkHit(rows[i][0], float(s), rows[i][1], 0, rows[i][3], rows[i][2])
     def bm25(q, tags, k):
         expr = " OR ".join(f'"{w}"' for w in dict.fromkeys(w.lower() for w in re.findall(r"\w+", q)))
-        return [hit(i, -s) for i, s in db.execute("SELECT rowid, bm25(fts) s FROM fts WHERE fts MATCH ? ORDER BY s, rowid LIMIT ?", (expr, k))] if expr else []
+        if not expr: return []
+        sql = "SELECT rowid, bm25(fts) s FROM fts WHERE fts MATCH ? ORDER BY s, rowid LIMIT ?"
+        return [hit(i, -s) for i, s in db.execute(sql, (expr, k))]
     def vector(q, tags, k):
         s = V @ ctx.embeddings.embed_query(q); top = np.argsort(-s, kind="stable")[:k]
         return [hit(int(i), s[i]) for i in top]
@@ -63,9 +68,9 @@ def before_systems(ctx):
         return [fused[c] for c in sorted(fused, key=lambda c: -score[c])][:k]
     return {"before-bm25": bm25, "before-vector": vector, "before-hybrid": hybrid}
 
-def run(data:Path=DEFAULT_DATA, limit:int|None=None, systems=("bm25", "vector", "hybrid"), out:Path=HERE/".cache"/"scifact",
-        cache:Path=HERE/".cache", depth:int=100, permutations:int=10_000, data_dir:Path|None=None, before:bool=False,
-        ingest:bool=True, chunk:bool=False):
+def run(data:Path=DEFAULT_DATA, limit:int|None=None, systems=("bm25", "vector", "hybrid"),
+        out:Path=HERE/".cache"/"scifact", cache:Path=HERE/".cache", depth:int=100, permutations:int=10_000,
+        data_dir:Path|None=None, before:bool=False, ingest:bool=True, chunk:bool=False):
     "Run the benchmark; returns (result, timings)."
     from keel.evals.retrieval_data import load_beir
     from keel.evals.retrieval_bench import run_benchmark, BENCH_TAGS
@@ -76,7 +81,8 @@ def run(data:Path=DEFAULT_DATA, limit:int|None=None, systems=("bm25", "vector", 
     ctx = context(data, cache, data_dir or cache/f"scifact-train{'-chunked' if chunk else ''}-data", ingest, chunk)
     if chunk: depth = max(depth, 300)
     t1 = time.perf_counter()
-    res = run_benchmark(ctx, ds, systems=list(systems), extra=before_systems(ctx) if before else None, depth=depth, permutations=permutations)
+    res = run_benchmark(ctx, ds, systems=list(systems), extra=before_systems(ctx) if before else None, depth=depth,
+                        permutations=permutations)
     t2 = time.perf_counter()
     if ctx.embeddings.computed: ctx.embeddings.save()
     out.mkdir(parents=True, exist_ok=True)
@@ -95,21 +101,24 @@ def main(argv=None):
     p.add_argument("--data", type=Path, default=DEFAULT_DATA)
     p.add_argument("--limit", type=int)
     p.add_argument("--systems", nargs="+", default=["bm25", "vector", "hybrid"])
-    p.add_argument("--before", action="store_true", help="also run the old in-memory path over the same passages and vectors")
+    p.add_argument("--before", action="store_true",
+                   help="also run the old in-memory path over the same passages and vectors")
     p.add_argument("--out", type=Path, help="where the runs and reports go (default bench/.cache/scifact[-chunked])")
     p.add_argument("--as-is", action="store_true", help="search the data directory as it is, ingesting nothing")
     p.add_argument("--chunk", action="store_true", help="cut the abstracts into chunks as `keel ingest` does")
     a = p.parse_args(argv)
-    if not (a.data/"corpus.jsonl").is_file(): sys.exit(f"no SciFact data at {a.data} (corpus.jsonl missing); pass --data")
+    if not (a.data/"corpus.jsonl").is_file():
+        sys.exit(f"no SciFact data at {a.data} (corpus.jsonl missing); pass --data")
     from keel.evals.retrieval_report import format_text
     systems = a.systems + (["before-bm25", "before-vector", "before-hybrid"] if a.before else [])
     out = a.out or HERE/".cache"/("scifact-chunked" if a.chunk else "scifact")
     res, t = run(a.data, a.limit, systems, out, before=a.before, ingest=not a.as_is, permutations=1000, chunk=a.chunk)
     print(format_text(res))
     print()
+    doc = lambda s: res.overall(s, 'document')
     print("headline (document level): " + "; ".join(
-        f"{s}: nDCG@10 {res.overall(s, 'document')['ndcg@10']:.4f}, Recall@100 {res.overall(s, 'document')['recall@100']:.4f}, "
-        f"MRR {res.overall(s, 'document')['mrr']:.4f}" for s in res.systems))
+        f"{s}: nDCG@10 {doc(s)['ndcg@10']:.4f}, Recall@100 {doc(s)['recall@100']:.4f}, MRR {doc(s)['mrr']:.4f}"
+        for s in res.systems))
     print("seconds: " + ", ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}" for k, v in t.items()))
 
 if __name__ == "__main__": main()
