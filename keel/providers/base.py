@@ -11,9 +11,9 @@ import numpy as np
 
 # %% auto #0
 __all__ = ['CHARS_PER_TOKEN', 'ToolCall', 'ChatMessage', 'ToolSpec', 'ChatResult', 'bound_schema', 'tool_schema', 'tool_prompt',
-           'parse_tool_reply', 'render_transcript', 'ChunkHit', 'LLM', 'Embeddings', 'VectorIndex', 'Reranker',
-           'estimate_tokens', 'count_tokens', 'effective_tags', 'allowed', 'first_repeat', 'check_embeddings',
-           'check_vector_index', 'check_llm']
+           'parse_tool_reply', 'schema_grammar', 'render_transcript', 'ChunkHit', 'LLM', 'Embeddings', 'VectorIndex',
+           'Reranker', 'estimate_tokens', 'count_tokens', 'effective_tags', 'allowed', 'first_repeat',
+           'check_embeddings', 'check_vector_index', 'check_llm']
 
 # %% ../../nbs/05_providers.ipynb #b0d0f67c
 @dataclass
@@ -102,6 +102,20 @@ def parse_tool_reply(text:str) -> tuple[str, list[ToolCall]]:
                              or {})]
     if isinstance(data, dict) and "answer" in data: return str(data["answer"]), []
     return text, []
+
+# %% ../../nbs/05_providers.ipynb #5c1e0a7d
+from ..errors import ModelError
+
+def schema_grammar(schema:dict, # a JSON schema
+                   parse=None # grammar text -> a compiled grammar (e.g. `LlamaGrammar.from_string`); None: the text
+                  ):
+    "The llama.cpp GBNF grammar for `schema` (llama-cpp-python's converter), parsed by `parse`; `ModelError` if not."
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+    try:
+        text = json_schema_to_gbnf(json.dumps(schema))
+        return parse(text) if parse else text
+    except Exception as e:
+        raise ModelError(f"cannot compile the JSON schema into a grammar: {e}", fix="simplify the schema") from None
 
 # %% ../../nbs/05_providers.ipynb #fa391b30
 def render_transcript(messages:list[ChatMessage]) -> str:

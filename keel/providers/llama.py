@@ -11,6 +11,7 @@ from fastcore.basics import patch
 from ..errors import ModelError
 from .base import first_repeat, LLM, ChatMessage, ChatResult, ToolCall, ToolSpec
 from .base import bound_schema, tool_schema, tool_prompt, parse_tool_reply, render_transcript
+from .base import schema_grammar
 
 # %% auto #0
 __all__ = ['LlamaCppLLM']
@@ -129,12 +130,10 @@ def count_tokens(self:LlamaCppLLM, text:str) -> int:
 
 # %% ../../nbs/06_llm_llama.ipynb #79d7aee4
 def _grammar(schema:dict|None):
-    "A llama.cpp grammar for a JSON schema, or None."
+    "A compiled llama.cpp grammar for a JSON schema (`schema_grammar`), or None."
     if schema is None: return None
     from llama_cpp import LlamaGrammar
-    try: return LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
-    except Exception as e:
-        raise ModelError(f"cannot compile the JSON schema into a grammar: {e}", fix="simplify the schema") from None
+    return schema_grammar(schema, lambda text: LlamaGrammar.from_string(text, verbose=False))
 
 def _result(r:dict, name:str, content:str) -> ChatResult:
     "A `ChatResult` from a llama.cpp response."

@@ -12,10 +12,10 @@ import numpy as np
 from fastcore.basics import patch
 from ..errors import ModelError
 from .base import ChatMessage, ChatResult, ToolCall, ToolSpec, estimate_tokens
-from .base import bound_schema, render_transcript
+from .base import bound_schema, render_transcript, schema_grammar
 
 # %% auto #0
-__all__ = ['JSON_MODES', 'free_port', 'serve_llama', 'OpenAILLM', 'schema_instruction', 'schema_grammar', 'OpenAIEmbeddings']
+__all__ = ['JSON_MODES', 'free_port', 'serve_llama', 'OpenAILLM', 'schema_instruction', 'OpenAIEmbeddings']
 
 # %% ../../nbs/06a_llm_openai.ipynb #be09c1c3
 def free_port() -> int:
@@ -186,13 +186,6 @@ def chat(self:OpenAILLM, messages:list[ChatMessage], *, tools:list[ToolSpec]|Non
                       stop=stop)
 
 # %% ../../nbs/06a_llm_openai.ipynb #25c90e7c
-def schema_grammar(schema:dict) -> str:
-    "A llama.cpp GBNF grammar for a JSON schema (the converter llama-cpp-python ships)."
-    from llama_cpp.llama_grammar import json_schema_to_gbnf
-    try: return json_schema_to_gbnf(json.dumps(schema))
-    except Exception as e:
-        raise ModelError(f"cannot compile the JSON schema into a grammar: {e}", fix="simplify the schema") from None
-
 @patch
 def complete(self:OpenAILLM, prompt:str, *, temperature:float=0.1, max_tokens:int=700,
              json_schema:dict|None=None, stop:list[str]|None=None) -> ChatResult:
