@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from keel.config import load_settings
+from keel.atomicfile import atomic_path
 from keel.db import connect, transaction, fingerprint
 from keel.providers.faiss import build_from_db
 from keel.retrieval import Retriever, BM25Index, fts_bm25, RELEVANCE_COEF
@@ -222,20 +223,23 @@ def bench_synthetic(args):
     TAGS = ["public", "hr", "finance", "clinic", "legal", "exec"]
     if not path.exists():
         t = time.perf_counter()
-        con = connect(str(path) + ".tmp")
-        with transaction(con):
-            doc = con.execute("INSERT INTO documents(source,title,kind,checksum) VALUES ('synthetic','Synthetic','text','0')").lastrowid
-            batch = []
-            for i in range(n):
-                words = rng.choice(len(vocab), size=rng.integers(40, 120), p=zipf)
-                tags = [TAGS[j] for j in sorted(set(rng.choice(6, size=rng.integers(1, 3), p=[.5, .1, .15, .1, .1, .05])))]
-                v = rng.standard_normal(384).astype(np.float32); v /= np.linalg.norm(v)
-                batch.append((doc, i, " ".join(vocab[w] for w in words), json.dumps(tags), int(rng.random() < 0.01), v.tobytes()))
-                if len(batch) == 5000:
-                    con.executemany("INSERT INTO chunks(document_id,ord,text,acl_tags,quarantined,embedding) VALUES (?,?,?,?,?,?)", batch); batch = []
-            if batch: con.executemany("INSERT INTO chunks(document_id,ord,text,acl_tags,quarantined,embedding) VALUES (?,?,?,?,?,?)", batch)
-        con.close(); Path(str(path) + ".tmp").rename(path)
-        for ext in ("-wal", "-shm"): Path(str(path) + ".tmp" + ext).unlink(missing_ok=True)
+        with atomic_path(path) as tmp:
+            con = connect(tmp)
+            insert = "INSERT INTO chunks(document_id,ord,text,acl_tags,quarantined,embedding) VALUES (?,?,?,?,?,?)"
+            with transaction(con):
+                doc = con.execute("INSERT INTO documents(source,title,kind,checksum) "
+                                  "VALUES ('synthetic','Synthetic','text','0')").lastrowid
+                batch = []
+                for i in range(n):
+                    words = rng.choice(len(vocab), size=rng.integers(40, 120), p=zipf)
+                    tags = [TAGS[j] for j in sorted(set(rng.choice(6, size=rng.integers(1, 3),
+                                                                   p=[.5, .1, .15, .1, .1, .05])))]
+                    v = rng.standard_normal(384).astype(np.float32); v /= np.linalg.norm(v)
+                    batch.append((doc, i, " ".join(vocab[w] for w in words), json.dumps(tags),
+                                  int(rng.random() < 0.01), v.tobytes()))
+                    if len(batch) == 5000: con.executemany(insert, batch); batch = []
+                if batch: con.executemany(insert, batch)
+            con.close()
         print(f"\n(built {n} synthetic chunks in {time.perf_counter() - t:.0f} s)")
     con = connect(path)
     settings = load_settings(env={}, dotenv=None, data_dir=CACHE/"synthetic-data")

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from corpora import CACHE, SCIFACT
+from keel.atomicfile import atomic_path
 from keel.db import connect, transaction
 from keel.retrieval import BM25Index
 
@@ -22,11 +23,10 @@ def add_docs(con, docs):
 
 def fresh_db(path, docs):
     if path.exists(): return connect(path)
-    tmp = path.with_suffix(".tmp.db")
-    for p in (tmp, Path(str(tmp) + "-wal"), Path(str(tmp) + "-shm")): p.unlink(missing_ok=True)
-    con = connect(tmp)
-    for s in range(0, len(docs), 5000): add_docs(con, docs[s:s + 5000])
-    con.close(); tmp.rename(path)
+    with atomic_path(path) as tmp:
+        con = connect(tmp)
+        for s in range(0, len(docs), 5000): add_docs(con, docs[s:s + 5000])
+        con.close()
     return connect(path)
 
 def check(a, b, queries):

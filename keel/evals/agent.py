@@ -8,6 +8,7 @@ import argparse, dataclasses, sys, datetime as dt, hashlib, json, sqlite3, tempf
 from dataclasses import dataclass, field
 from pathlib import Path
 from ..errors import InputError, EXIT_OK, EXIT_FAILED
+from ..atomicfile import atomic_path
 from ..command import command_parser, run_command
 from ..yamlfile import read_yaml
 from ..providers.base import allowed
@@ -289,11 +290,8 @@ def reuse_rows(earlier:list[tuple[str, dict]], config:dict) -> dict[str, dict]:
     return out
 
 def _checkpoint(path:Path, payload:dict):
-    "Rewrite the progress file atomically (a rename), so an interrupted run leaves a readable one."
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(payload, default=str), encoding="utf-8")
-    tmp.replace(path)
+    "Rewrite the progress file atomically (`atomic_path`), so an interrupted run leaves a readable one."
+    with atomic_path(path) as tmp: tmp.write_text(json.dumps(payload, default=str), encoding="utf-8")
 
 # %% ../../nbs/61_evals_agent.ipynb #341be67e
 AGENT_TOLERANCES = dict(task_success=0.10, approvals_requested_where_required=0.0, schema_valid_calls=0.05,

@@ -12,6 +12,7 @@ from typing import Callable, Sequence
 import numpy as np
 from fastcore.basics import patch
 from ..errors import InputError, KeelError, ModelError
+from ..atomicfile import atomic_path
 from ..providers.base import ChunkHit, Embeddings, allowed, effective_tags
 from .core import norm, document_matches, mean_by_key
 from .metrics import query_measures, trec_order
@@ -57,13 +58,11 @@ class CachedEmbeddings:
                 with np.load(self.path) as z: self._store = dict(zip(z["keys"].tolist(), z["vectors"]))
         return self._store
     def save(self):
-        "Write the cache file (atomically)."
+        "Write the cache file (atomically, `atomic_path`)."
         st = self._load()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp.npz")
-        np.savez(tmp, keys=np.array(list(st), dtype=str),
-                 vectors=np.stack(list(st.values())) if st else np.zeros((0, self.dim), np.float32))
-        tmp.replace(self.path)
+        with atomic_path(self.path) as tmp:
+            np.savez(tmp, keys=np.array(list(st), dtype=str),
+                     vectors=np.stack(list(st.values())) if st else np.zeros((0, self.dim), np.float32))
 
 # %% ../../nbs/50b_evals_retrieval_bench.ipynb #8844002c
 def _key(text, kind=""): return kind + hashlib.sha256(text.encode()).hexdigest()

@@ -4,13 +4,14 @@
 
 # %% ../../nbs/08_index_faiss.ipynb #0344a695
 from __future__ import annotations
-import json, os, threading
+import json, threading
 from pathlib import Path
 from typing import Sequence
 import numpy as np
 import faiss
 from fastcore.basics import patch
 from ..errors import KeelError
+from ..atomicfile import atomic_path
 from .base import effective_tags, VectorIndex
 from ..db import fingerprint, get_meta, set_meta
 
@@ -147,13 +148,12 @@ def _sidecar(path:Path) -> Path: return Path(str(path) + ".json")
 @patch
 def save(self:FaissIndex, path:Path, **extra) -> Path:
     "Write the index to `path` and its tags to `<path>.json`; `extra` is stored in the sidecar."
-    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
-    with self._lock:
-        meta = dict(extra, kind=self.kind, dim=self.dim, tags={str(i): list(t) for i, t in self._tags.items()})
-        faiss.write_index(self._index, str(path) + ".tmp")
-        Path(str(_sidecar(path)) + ".tmp").write_text(json.dumps(meta))
-    os.replace(str(path) + ".tmp", path)
-    os.replace(Path(str(_sidecar(path)) + ".tmp"), _sidecar(path))
+    path = Path(path)
+    with atomic_path(_sidecar(path)) as side, atomic_path(path) as tmp:     # the index is renamed first
+        with self._lock:
+            meta = dict(extra, kind=self.kind, dim=self.dim, tags={str(i): list(t) for i, t in self._tags.items()})
+            faiss.write_index(self._index, str(tmp))
+            side.write_text(json.dumps(meta))
     return path
 
 # %% ../../nbs/08_index_faiss.ipynb #909415e4
