@@ -18,9 +18,9 @@ from .prompts import (REFUSAL, Prompt, build_prompt, fit_prompt, is_refusal, is_
 from .jsonschema import validate
 
 # %% auto #0
-__all__ = ['best_sentence', 'citation_for', 'resolve_citations', 'infer_citations', 'ranked_sentences', 'extract', 'yes_no',
-           'quantities', 'says_nothing', 'repair_focus', 'AnswerEngine', 'model_location', 'lead_sentence',
-           'parse_json_reply', 'digest', 'format_answer']
+__all__ = ['best_sentence', 'citation_for', 'resolve_citations', 'infer_citations', 'ranked_sentences', 'SentenceRanking',
+           'extract', 'yes_no', 'quantities', 'says_nothing', 'repair_focus', 'AnswerEngine', 'model_location',
+           'lead_sentence', 'parse_json_reply', 'digest', 'format_answer']
 
 # %% ../../nbs/31_answer_engine.ipynb #d7dbe3fc
 def best_sentence(text:str, # the passage
@@ -80,12 +80,21 @@ def ranked_sentences(question:str, # the user's question
                     reverse=True)
     return [(r[0], r[-1], " ".join(r[3].split()).rstrip()) for r in ranked]
 
+class SentenceRanking:
+    "`ranked_sentences` for one question, computed once per list of passages and reused: one per answer."
+    def __init__(self, question:str): self.question, self._done = question, {}
+    def __call__(self, hits:list[ChunkHit]) -> list[tuple[float, int, str]]:
+        key = tuple((h.chunk_id, h.text, h.relevance) for h in hits)
+        if key not in self._done: self._done[key] = ranked_sentences(self.question, hits)
+        return self._done[key]
+
 def extract(question:str, # the user's question
             hits:list[ChunkHit], # the permitted passages, numbered in this order
-            most:int=2 # sentences kept at most
+            most:int=2, # sentences kept at most
+            ranked:list|None=None # `ranked_sentences(question, hits)` when already computed
            ) -> tuple[str, list[int]]:
     "The best-supported sentences for `question`, cited `[n]`, and the source numbers used; ('', []) when none match."
-    ranked = ranked_sentences(question, hits)
+    ranked = ranked_sentences(question, hits) if ranked is None else ranked
     if not ranked or ranked[0][0] <= 0: return "", []
     keep = [r for r in ranked[:most] if r[0] >= .6 * ranked[0][0]]
     return " ".join(f"{s} [{n}]" for _, n, s in keep), sorted({n for _, n, _ in keep})
@@ -119,10 +128,11 @@ def says_nothing(question:str, text:str) -> bool:
 def repair_focus(question:str, # the user's question
                  text:str, # the checked answer, with [n] markers
                  hits:list[ChunkHit], # the sources as numbered in the prompt
-                 reach:int=3 # sentences searched for the figure when the question asks for an amount
+                 reach:int=3, # sentences searched for the figure when the question asks for an amount
+                 ranked:list|None=None # `ranked_sentences(question, hits)` when already computed
                 ) -> tuple[str, bool]:
     "`text` with the focus sentence's key figures restored when it lacks them, and whether it changed."
-    ranked, asked = ranked_sentences(question, hits), quantities(question)
+    ranked, asked = ranked_sentences(question, hits) if ranked is None else ranked, quantities(question)
     if not ranked or yes_no(question): return text, False
     pool = [r for r in ranked[:reach if _ASKS_AMOUNT.search(question) else 1] if r[0] >= .6 * ranked[0][0]]
     focus = next(((s, n) for _, n, s in pool if quantities(s) - asked), None)
@@ -199,19 +209,21 @@ def _counter_name(llm) -> str:
     own = getattr(llm, "token_counter", None)
     return own or ("model" if callable(getattr(llm, "count_tokens", None)) else "estimate")
 
-def lead_sentence(question:str, hits:list[ChunkHit]) -> str|None:
+def lead_sentence(question:str, hits:list[ChunkHit], ranked:list|None=None) -> str|None:
     "The sentence of `hits` that best matches `question`, cited `[n]`: the prompt shows it just before the question."
-    ranked = ranked_sentences(question, hits)
+    ranked = ranked_sentences(question, hits) if ranked is None else ranked
     return f"{ranked[0][2]} [{ranked[0][1]}]" if ranked else None
 
 @patch
 def _fit(self:AnswerEngine, question:str, hits:list[ChunkHit], lead:bool=False,
+         rank:SentenceRanking|None=None, # the answer's sentence ranking, when it has one
          **kw) -> tuple[Prompt, list[ChunkHit], dict]:
     "The prompt for `question` within the model's context (the lead sentence when `lead`), its hits, the budget record."
     window = getattr(self.llm, "n_ctx", None) or self.settings.llm_context
     budget = window - self.settings.max_output_tokens
+    rank = SentenceRanking(question) if rank is None else rank
     p, used, n = fit_prompt(question, hits, self.llm.prompt_style, lambda t: count_tokens(self.llm, t), budget,
-                            lead_for=(lambda hs: lead_sentence(question, hs)) if lead else None, **kw)
+                            lead_for=(lambda hs: lead_sentence(question, hs, rank(hs))) if lead else None, **kw)
     if n > budget:
         raise InputError(f"the question and instructions take {n} tokens, more than the {budget} the model's context "
                          f"window of {window} leaves after {self.settings.max_output_tokens} for the reply",
@@ -232,20 +244,21 @@ def vectors(self:AnswerEngine, hits:list[ChunkHit]) -> tuple:
     return emb.embed, np.stack(vecs) if ok else None
 
 @patch
-def _ground(self:AnswerEngine, text:str, question:str, hits:list[ChunkHit],
-            looped:bool) -> tuple[str, list[Citation], bool, str]:
+def _ground(self:AnswerEngine, text:str, question:str, hits:list[ChunkHit], looped:bool,
+            rank:SentenceRanking|None=None) -> tuple[str, list[Citation], bool, str]:
     "Keep the supported sentences of `text` with their supporting citations, or fall back to the extractive answer."
+    rank = SentenceRanking(question) if rank is None else rank
     text, _ = resolve_citations(text, hits)
     atts = attribute(text, [h.text for h in hits], *self.vectors(hits))
     new, how = rebuild(atts)
     if new and not yes_no(question) and says_nothing(question, new):
         new = ""           # a restated question answers nothing
     if not new:
-        new, _ = extract(question, hits)
+        new, _ = extract(question, hits, ranked=rank(hits))
         if not new: return REFUSAL, [], True, "extractive_fallback"
         how = "extractive_fallback"
     else:
-        new, focused = repair_focus(question, new, hits)
+        new, focused = repair_focus(question, new, hits, ranked=rank(hits))
         if focused or looped: how = "repaired"
     written = {n for a in atts for n in a.written}
     new, cites = resolve_citations(new, hits)
@@ -253,19 +266,22 @@ def _ground(self:AnswerEngine, text:str, question:str, hits:list[ChunkHit],
     return new, cites, False, how
 
 @patch
-def _read_reply(self:AnswerEngine, raw:str, question:str, hits:list[ChunkHit]) -> tuple[str, list[Citation], bool, str]:
+def _read_reply(self:AnswerEngine, raw:str, question:str, hits:list[ChunkHit],
+                rank:SentenceRanking|None=None) -> tuple[str, list[Citation], bool, str]:
     "Text, citations, refused flag and `produced_by` for a model reply over `hits`."
+    rank = SentenceRanking(question) if rank is None else rank
     text = strip_scaffolding(raw)
     cut = first_repeat(text)
     if cut is not None: text = text[:cut].strip()
     if is_refusal(text): return REFUSAL, [], True, "refusal"
     if is_bare_citation(text):
         ns = [n for n in citation_numbers(text) if 1 <= n <= len(hits)] or [1]
-        ex, _ = extract(question, [hits[n - 1] for n in ns], most=1)
+        cited = [hits[n - 1] for n in ns]
+        ex, _ = extract(question, cited, most=1, ranked=rank(cited))
         text = ex if ex else f"{best_sentence(hits[ns[0] - 1].text, question)} [1]"
         text, cites = resolve_citations(CITE_RE.sub(lambda m: f"[{ns[int(m.group(1)) - 1]}]", text), hits)
         return text, [dc_replace(c, inferred=True) for c in cites], False, "extractive_fallback"
-    return self._ground(text, question, hits, cut is not None)
+    return self._ground(text, question, hits, cut is not None, rank)
 
 # %% ../../nbs/31_answer_engine.ipynb #334aec3b
 def parse_json_reply(text:str, # the model's reply
@@ -373,15 +389,16 @@ def _add_usage(a:Answer, res:ChatResult, tm:dict):
 
 @patch
 def _generative(self:AnswerEngine, question, user, hits, a:Answer, t0) -> Answer:
-    prompt, hits, budget = self._fit(question, hits)
+    rank = SentenceRanking(question)            # ranked once per list of passages, for the whole answer
+    prompt, hits, budget = self._fit(question, hits, rank=rank)
     res, tm = self._generate(prompt)
     _add_usage(a, res, tm)
     retried = is_bare_citation(strip_scaffolding(res.content))
     if retried:
-        prompt, hits, budget = self._fit(question, hits, firm=True)
+        prompt, hits, budget = self._fit(question, hits, firm=True, rank=rank)
         res, tm = self._generate(prompt)
         _add_usage(a, res, tm)
-    a.text, a.citations, a.refused, a.produced_by = self._read_reply(res.content, question, hits)
+    a.text, a.citations, a.refused, a.produced_by = self._read_reply(res.content, question, hits, rank)
     reason = ("model refused" if a.produced_by == "refusal" else "nothing supported, nothing to extract"
               if a.refused else None)
     return self._finish(a, user, question, t0, dict(reason=reason, retried=retried, prompt_budget=budget,
