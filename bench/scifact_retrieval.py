@@ -101,8 +101,7 @@ def main(argv=None):
     p.add_argument("--data", type=Path, default=DEFAULT_DATA)
     p.add_argument("--limit", type=int)
     p.add_argument("--systems", nargs="+", default=["bm25", "vector", "hybrid"])
-    p.add_argument("--before", action="store_true",
-                   help="also run the old in-memory path over the same passages and vectors")
+    p.add_argument("--before", action="store_true", help="also run the old in-memory path (same passages and vectors)")
     p.add_argument("--out", type=Path, help="where the runs and reports go (default bench/.cache/scifact[-chunked])")
     p.add_argument("--as-is", action="store_true", help="search the data directory as it is, ingesting nothing")
     p.add_argument("--chunk", action="store_true", help="cut the abstracts into chunks as `keel ingest` does")

@@ -245,9 +245,8 @@ def vectors(self:AnswerEngine, hits:list[ChunkHit]) -> tuple:
 
 @patch
 def _ground(self:AnswerEngine, text:str, question:str, hits:list[ChunkHit], looped:bool,
-            rank:SentenceRanking|None=None) -> tuple[str, list[Citation], bool, str]:
+            rank:SentenceRanking) -> tuple[str, list[Citation], bool, str]:
     "Keep the supported sentences of `text` with their supporting citations, or fall back to the extractive answer."
-    rank = SentenceRanking(question) if rank is None else rank
     text, _ = resolve_citations(text, hits)
     atts = attribute(text, [h.text for h in hits], *self.vectors(hits))
     new, how = rebuild(atts)
