@@ -4,10 +4,11 @@
 
 # %% ../../nbs/20a_safety_learned.ipynb #260725be
 from __future__ import annotations
-import json, math, re, codecs
+import base64, binascii, codecs, html, json, math, re
 from collections import Counter
 from functools import lru_cache
 from pathlib import Path
+from urllib.parse import unquote_plus
 from ..errors import InputError
 from keel.safety.screen import (
     screen,
@@ -23,30 +24,109 @@ from keel.safety.screen import (
 )
 
 # %% auto #0
-__all__ = ['GLOSS', 'CLASS_WEIGHT', 'decoded', 'markup_text', 'gloss', 'views', 'word_classes', 'class_grams', 'view_features',
-           'features', 'LearnedScreen', 'save_model', 'load_model', 'default_model', 'screen_learned',
-           'screen_confirmed', 'fit_screen', 'load_screen_set', 'train_default', 'result_text', 'verdict_row']
+__all__ = ['GLOSSARY', 'LANGS', 'GLOSS', 'CLASS_WEIGHT', 'undo', 'decoded', 'markup_text', 'gloss', 'views', 'word_classes',
+           'class_grams', 'view_features', 'features', 'LearnedScreen', 'save_model', 'load_model', 'default_model',
+           'screen_learned', 'screen_confirmed', 'fit_screen', 'load_screen_set', 'train_default', 'result_text',
+           'verdict_row']
 
 # %% ../../nbs/20a_safety_learned.ipynb #0abdf642
-_COMMON = frozenset("the and you your to of a is in that it for this with be all are now only not any or on as".split())
+_FUNCTION = frozenset("""the a an and or but of to in on at for with from by as is are was were be been has have had do
+does did not no it its this that these those you your we our they their he she his her i me my all any every each only
+now then than there here what which who when where how if so can will would should must may into about after before
+over under again also just more most some such very""".split())   # common English function words
+_MAXBLOB = 20_000   # longer blobs are left alone (the cost bound)
+_TWO_WORDS = re.compile(r"[^\W\d_]{2}\W+[^\W\d_]{2}")   # two words (`{2,}` would backtrack quadratically)
 
-def _common_share(s:str) -> float:
-    ws = re.findall(r"[a-z]+", s.lower())
-    return sum(w in _COMMON for w in ws) / max(1, len(ws))
+def _readable(raw:bytes) -> str|None:
+    "`raw` as text when it is UTF-8 that reads as words (mostly printable, two words or more)."
+    try: t = raw.decode("utf-8")
+    except UnicodeDecodeError: return None
+    ok = sum(c.isprintable() or c in "\n\t\r" for c in t)
+    return t if t and ok / len(t) > 0.95 and _TWO_WORDS.search(t) else None
+
+def _b32(s:str) -> str|None:
+    s = s.rstrip("=")
+    try: return _readable(base64.b32decode(s + "=" * (-len(s) % 8)))
+    except (binascii.Error, ValueError): return None
+
+def _hex(s:str) -> str|None:
+    try: return _readable(bytes.fromhex(re.sub(r"\\x|0x|[ ,:]", "", s)))
+    except ValueError: return None
+
+def _pct(s:str) -> str|None:
+    t = unquote_plus(s)
+    return t if t != s and _TWO_WORDS.search(t) else None
+
+_B32 = re.compile(r"(?<![A-Za-z0-9])[A-Z2-7]{16,}={0,6}(?![A-Za-z0-9])")
+_HEXRUN = re.compile(r"(?<![0-9A-Za-z])(?:\\x|0x)?[0-9A-Fa-f]{2}"
+                     r"(?:[ ,:]?(?:\\x|0x)?[0-9A-Fa-f]{2}){11,}(?![0-9A-Za-z])")
+_PCT = re.compile(r"(?<!\S)[^\s%]*(?:%[0-9A-Fa-f]{2}[^\s%]*){3,}")   # a whole token: one start per token
+_ENT = re.compile(r"&(?:#\d{2,7}|#[xX][0-9A-Fa-f]{1,6}|[A-Za-z]{2,8});")
+_ESC = re.compile(r"\\(?:u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|x[0-9A-Fa-f]{2})")
+
+def _escapes(s:str) -> str: return _ESC.sub(lambda m: chr(int(m.group()[2:], 16)), s)
+_ENTS, _ESCS = re.compile(f"(?:{_ENT.pattern})+"), re.compile(f"(?:{_ESC.pattern})+")   # runs of them
+
+def _blobs(rx, decode, text:str, found:list, pad:str=" ") -> str:
+    "Each match of `rx` that `decode` turns into text replaced by that text (kept in `found` when it has two words)."
+    def one(m):
+        t = decode(m.group()) if len(m.group()) <= _MAXBLOB else None
+        if t and _TWO_WORDS.search(t): found.append(t)
+        return f"{pad}{t}{pad}" if t else m.group()
+    return rx.sub(one, text)
+
+def _key(tok:str) -> str:
+    "A token's letters in lower case; none for a short all-capital token (an acronym such as DNA or NA)."
+    w = re.sub(r"[^A-Za-z]", "", tok)
+    return "" if len(w) < 2 or (w.isupper() and len(w) <= 3) else w.lower()
+
+def _runs(text:str, alt, cues:frozenset, starts, ends, found:list) -> str:
+    "Runs of words that read as common English words once `alt` is applied, each replaced by `alt` of it."
+    if len(cues & set(re.findall(r"[a-z]{3,}", text.lower()))) < 2: return text   # the cheap test first
+    runs, run = [], []
+    for m in re.finditer(r"\S+", text):
+        w = _key(m.group())
+        k = ((alt(w) in _FUNCTION) - (w in _FUNCTION)) if w else 0   # 1: reads as English undone; -1: as written
+        if k < 0 or (run and starts(m.group())):
+            if run: runs.append(run)
+            run = []
+            if k < 0: continue
+        run.append((m, k, w))
+        if ends(m.group()): runs.append(run); run = []
+    out, last = [], 0
+    for run in runs + [run]:
+        hits = [w for _, k, w in run if k > 0]
+        if len({w for w in hits if len(w) > 2}) >= 2 and len(hits) >= len(run) / 4:
+            a, b = run[0][0].start(), run[-1][0].end()
+            out += [text[last:a], alt(text[a:b])]; last = b
+            found.append(out[-1])
+    return "".join(out + [text[last:]]) if out else text
+
+def _rot13(s:str) -> str: return codecs.encode(s, "rot13")
+def _backwards(s:str) -> str: return s[::-1]
+_ROT_CUES = frozenset(_rot13(w) for w in _FUNCTION if len(w) > 2) - _FUNCTION
+_REV_CUES = frozenset(w[::-1] for w in _FUNCTION if len(w) > 2) - _FUNCTION
+_MIXED_END = re.compile(r"[a-z][A-Z]$")
+
+def _undo(text:str) -> tuple[str, list[str]]:
+    "The passage with its encoded parts decoded in place, and the decoded parts."
+    found, t = [], text
+    if "&" in t and len(_ENT.findall(t)) >= 3: t = _blobs(_ENTS, html.unescape, t, found, pad="")
+    if "\\" in t and len(_ESC.findall(t)) >= 3: t = _blobs(_ESCS, _escapes, t, found, pad="")
+    if "%" in t: t = _blobs(_PCT, _pct, t, found)
+    for rx, decode in ((_B64, _b64_text), (_B32, _b32), (_HEXRUN, _hex)): t = _blobs(rx, decode, t, found)
+    t = _runs(t, _rot13, _ROT_CUES, lambda w: False, lambda w: w[-1] in ".!?:;", found)
+    t = _runs(t, _backwards, _REV_CUES, lambda w: w[0] in ".!?",
+              lambda w: w[-1] in ":;" or _MIXED_END.search(w) is not None, found)
+    return t, found
+
+def undo(text:str) -> str:
+    "The passage with what is encoded in it (escapes, percent, base64, base32, hex, ROT13, reversed) decoded in place."
+    return _undo(text)[0]
 
 def decoded(text:str) -> list[str]:
-    "Readable text hidden in `text`: base64 and hex blobs, and ROT13 or reversed spans that read better undone."
-    out = [t for m in _B64.finditer(text) if (t := _b64_text(m.group()))]
-    for m in re.finditer(r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}){12,}(?![0-9A-Fa-f])", text):
-        try: t = bytes.fromhex(m.group()).decode("utf-8")
-        except ValueError: continue
-        if t.isprintable() and re.search(r"[A-Za-z]{2,} [A-Za-z]{2,}", t): out.append(t)
-    spans = re.findall(r"[A-Za-z][A-Za-z ,'\-]{15,}[A-Za-z]", text) + [
-        s for s in re.split(r"(?<=[.!?])\s+", text) if len(s) > 20]
-    for span in spans:
-        base = _common_share(span)
-        out += [alt for alt in (codecs.encode(span, "rot13"), span[::-1]) if _common_share(alt) > base + 0.15]
-    return list(dict.fromkeys(out))
+    "The parts of `text` that `undo` decoded, each as decoded text."
+    return _undo(text)[1]
 
 # %% ../../nbs/20a_safety_learned.ipynb #53465eee
 _ATTR = re.compile(r"""\b(?:alt|title|content|aria-label|placeholder|value|label|summary|data-[\w-]+)\s*=\s*"""
@@ -66,99 +146,324 @@ def markup_text(text:str) -> list[str]:
     return [t for o in out if len(t := _TAG.sub(" ", o).strip()) >= 3]
 
 # %% ../../nbs/20a_safety_learned.ipynb #f8bda20d
-_EN = {
-    "ignore": "ignoriere ignorieren ignoriert ignorez ignorer ignore ignora ignorar ignorate ignorare negeer negeren",
-    "forget": (
-        "vergiss vergessen vergesst oubliez oublie oublier olvida olvide olvidar olviden dimentica dimenticate "
-        "dimenticare esqueça esqueca esquece esquecer vergeet vergeten"
-    ),
-    "disregard": "missachte missachten ignoriere",
-    "previous": (
-        "vorherigen vorherige vorigen bisherigen bisherige früheren frühere precedentes précédentes précédents "
-        "précédente antérieures antérieurs anteriores anterior precedenti precedente eerdere vorige voorgaande"
-    ),
-    "earlier": "vorher zuvor früher auparavant antes prima eerder",
-    "all": "alle allen tous toutes todas todos tutte tutti todas alle",
-    "instructions": (
-        "anweisungen anweisung vorgaben instruktionen consignes instructions instrucciones indicaciones "
-        "istruzioni indicazioni instruções instrucoes instructies"
-    ),
-    "rules": "regeln règles reglas regole regras regels",
-    "guidelines": "richtlinien directives directrices linee direttive diretrizes richtlijnen",
-    "answer": (
-        "antworte antworten antwortet répondez réponds répondre responde responda responder rispondi rispondete "
-        "rispondere responda antwoord antwoorden beantwoord"
-    ),
-    "reply": "réponse respuesta risposta resposta",
-    "only": "nur seulement uniquement solo sólo solamente soltanto apenas somente alleen enkel",
-    "with": "mit avec con com met",
-    "say": "sage sagen sag dites dis dire di dí diga dizer zeg zeggen",
-    "tell": "erzähle erzähl raconte cuéntale racconta conte vertel",
-    "show": (
-        "zeige zeig zeigen affichez affiche afficher montrez muestra muestre mostrar mostra mostrate mostre toon tonen"
-    ),
-    "reveal": "enthülle verrate révèle révélez revela revele rivela revelar onthul",
-    "output": "gib ausgeben imprime imprima stampa imprimir print",
-    "system": "system système sistema systeem",
-    "prompt": "prompt systemprompt",
-    "hidden": "versteckten versteckte cachées cachés ocultas ocultos nascoste nascosti ocultas verborgen",
-    "secret": "geheim geheime secret secrète secreto segreto segredo",
-    "password": "passwort kennwort mot passe contraseña password senha wachtwoord",
-    "send": (
-        "sende senden schicke envoie envoyez envoyer envía envíe enviar invia inviate inviare envie enviar stuur"
-        " verstuur"
-    ),
-    "email": "e-mail courriel correo",
-    "conversation": "gespräch unterhaltung konversation conversation conversación conversazione conversa gesprek",
-    "document": "dokument document documento documento document",
-    "source": "quelle source fuente fonte bron",
-    "cite": "zitiere zitieren citez cite cita citar citare citeer",
-    "always": "immer toujours siempre sempre altijd",
-    "never": "niemals nie jamais nunca mai nooit",
-    "now": "jetzt maintenant ahora ora agora nu",
-    "from": "ab von de desde da vanaf",
-    "new": "neue neuen nouvelles nouvelle nuevas nuevo nuove nuovo novas novo nieuwe",
-    "you": "du sie vous tu usted ustedes voi lei você jij u",
-    "your": "deine deinen dein ihre ihr vos votre tus tu tue tuoi suas seu sua je jouw uw",
-    "to you": "dir te ti lhe",
-    "assistant": "assistent assistant asistente assistente",
-    "ai": "ki ia",
-    "model": "modell modèle modelo modello model",
-    "note": "hinweis notiz remarque note nota opmerking",
-    "recommend": (
-        "empfiehl empfehle empfehlen recommandez recommande recommander recomienda recomiende recomendar raccomanda"
-        " consiglia recomende recomendar beveel aanbevelen"
-    ),
-    "no longer": "nicht mehr",
-    "valid": "gelten gilt valent valables valen validas valgono valem gelden",
-    "cancelled": "annulées annulés annulé canceladas cancelados annullate annullati canceladas vervallen aufgehoben",
-    "the": "der die das den dem le la les el los las il lo gli o os as de het",
-    "and": "und et y e en",
-    "that": "dass que che dat",
-    "every": "jeden jede jedes chaque cada ogni elke",
-    "question": "frage question pregunta domanda pergunta vraag",
-    "instead": "stattdessen plutôt lugar invece vez plaats",
-    "user": "benutzer nutzer utilisateur usuario utente usuário gebruiker",
-    "is": "ist est es è é is",
-    "not": "nicht pas ne no non não niet",
-}
-GLOSS: dict[str, str] = {}
-for en, ws in _EN.items():
-    for w in ws.split():
-        GLOSS.setdefault(w, en)
-_WORD = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)?")
-_ENGLISH = frozenset(
-    "the and you your to of a is in that it for this with be all are now only not any or on as".split()
-)
+GLOSSARY = """
+# part english | de | fr | es | it | pt | nl   (part: f function word, v verb, n noun, a adjective; an indented
+# line continues the row above)
+f the | der die das den dem des | le la les l | el la los las | il lo la i gli le l | o a os as | de het
+f a | ein eine einen einem einer | un une | un una unos unas | un uno una | um uma | een
+f of | von vom | de du des d | de del | di del della dei degli delle dell | de do da dos das | van
+f to | zu zum zur an | à au aux | a al | a al alla ai agli alle all | para ao aos à às | naar aan
+f from | aus | depuis | desde | da dal dalla dall | desde | vanaf uit
+f in | im | dans | en | in nel nella nell | em no na nos nas | in
+f on | auf | sur | sobre | su sul sulla | sobre | op
+f with | mit | avec | con | con | com | met
+f without | ohne | sans | sin | senza | sem | zonder
+f for | für | pour | para por | per | para por | voor
+f and | und | et | y | e ed | e | en
+f or | oder | ou | o | o oppure | ou | of
+f but | aber sondern | mais | pero sino | ma però | mas | maar
+f not | nicht kein keine keinen | pas ne n | no | non | não | niet geen
+f nothing | nichts | rien | nada | niente nulla | nada | niets
+f all | alle allen alles | tout tous toutes toute | todo todos toda todas | tutto tutti tutte tutta |
+    todo todos toda todas | alle al alles
+f every | jeden jede jedes jeder | chaque | cada | ogni | cada | elke ieder iedere
+f any | irgendein beliebige | aucun aucune | cualquier ningún ninguna | qualsiasi nessun nessuna |
+    qualquer nenhum nenhuma | enig enige
+f only | nur | seulement uniquement | solo sólo solamente únicamente | solo soltanto unicamente | apenas somente só |
+    alleen slechts enkel
+f also | auch | aussi également | también | anche | também | ook
+f now | jetzt nun | maintenant désormais | ahora | ora adesso | agora | nu
+f then | dann danach | puis ensuite | luego después entonces | poi dopo | depois então | dan daarna
+f before | vor bevor | avant | antes | prima | antes | voor voordat
+f earlier | vorher zuvor früher | auparavant plus tôt | anteriormente antes | precedentemente prima | anteriormente |
+    eerder vroeger
+f above | oben | dessus | arriba | sopra | acima | boven
+f here | hier | ici | aquí | qui qua | aqui | hier
+f this | dieser diese dieses diesen diesem | ce cet cette ces | este esta estos estas esto |
+    questo questa questi queste | este esta estes estas isto | dit deze
+f that | dass | que qu | que | che | que | dat
+f what | was | quoi | qué | cosa | o que | wat
+f which | welche welcher | quel quelle quels | cual cuál | quale | qual | welke
+f who | wer | qui | quien quién | chi | quem | wie
+f as | als wie | comme | como | come | como | als zoals
+f is | ist | est | es está | è | é está | is
+f are | sind | sont | son están | sono | são estão | zijn
+f was | war wurde | était a été | fue era | era stato stata | foi era | was werd
+f has | hat | a | ha | ha | tem | heeft
+f have | haben habe | avoir ai avez | haber has han | avere hai avete | ter tem têm | hebben hebt
+f be | sein | être | ser estar | essere | ser estar | zijn
+f will | wird werden | va | va | sarà | vai | zal zullen
+f must | muss müssen musst | doit devez dois | debe debes deben | deve devi dovete | deve deves devem | moet moeten
+f should | soll sollst sollte solltest | devrait | debería | dovrebbe dovresti | deveria | zou zouden
+f can | kann kannst können | peut peux pouvez | puede puedes | può puoi | pode podes | kan kunt
+f you | du sie dich | vous tu toi | tú usted ustedes vosotros | tu voi lei | você vocês tu | jij je u
+f to you | dir ihnen | te vous | te le | ti vi | te lhe | jou
+f your | dein deine deinen deinem deiner ihre ihren | ton ta tes votre vos | tu tus su sus vuestro |
+    tuo tua tuoi tue vostro vostra | seu sua seus suas teu tua | je jouw uw
+f me | mich mir | moi me | me mí | me mi | me mim | mij me
+f my | mein meine | mon ma mes | mi mis | mio mia miei | meu minha | mijn
+f we | wir | nous | nosotros | noi | nós | wij we
+f our | unser unsere | notre nos | nuestro nuestra | nostro nostra | nosso nossa | ons onze
+f it | es | il | lo | lo | o | het
+f one | man | on | uno | si | se | men
+f instead | stattdessen | plutôt | en cambio | invece | em vez | in plaats daarvan
+f always | immer stets | toujours | siempre | sempre | sempre | altijd
+f never | nie niemals | jamais | nunca jamás | mai | nunca jamais | nooit
+f no longer | nicht mehr | plus | ya no | più | mais | niet meer
+f immediately | sofort | immédiatement | inmediatamente | immediatamente subito | imediatamente |
+    onmiddellijk meteen
+f please | bitte | svp | por favor | per favore | por favor | alstublieft
+f whole | ganz ganze gesamten vollständig | entier entière complet complète | entero entera completo completa |
+    intero intera completo completa | inteiro inteira completo completa | hele volledig
+v ignore | ignoriere ignoriert ignorieren | ignore ignorez ignorer | ignora ignore ignorad ignorar |
+    ignora ignorate ignorare | ignore ignora ignorar | negeer negeren
+v forget | vergiss vergesst vergessen | oublie oubliez oublier | olvida olvide olvidad olvidar |
+    dimentica dimenticate dimenticare | esqueça esquece esquecer | vergeet vergeten
+v disregard | missachte missachten übergehe | néglige négligez | desatiende omite omitir | trascura trascurate |
+    desconsidere desconsiderar | veronachtzaam
+v follow | befolge folge befolgen folgen | suis suivez suivre | sigue siga seguir | segui seguite seguire |
+    siga segue seguir | volg volgen
+v obey | gehorche gehorchen | obéis obéissez obéir | obedece obedezca obedecer | obbedisci obbedite obbedire |
+    obedeça obedecer | gehoorzaam gehoorzamen
+v answer | antworte antwortet antworten beantworte | réponds répondez répondre |
+    responde responda responder contesta conteste | rispondi rispondete rispondere | responda responde responder |
+    antwoord antwoorden beantwoord
+v say | sag sage sagt sagen | dis dites dire | di diga decir | di dite dire | diga diz dizer | zeg zeggen
+v tell | erzähle erzähl teile mit | raconte racontez | cuenta cuente | racconta raccontate | conte conta contar |
+    vertel vertellen
+v claim | behaupte behaupten | affirme affirmez affirmer prétends | afirma afirme afirmar |
+    afferma affermate affermare sostieni | afirme afirma afirmar | beweer beweren
+v state | erkläre erklären | déclare déclarez déclarer | declara declare declarar | dichiara dichiarate dichiarare |
+    declare declara declarar | verklaar verklaren
+v write | schreibe schreib schreiben | écris écrivez écrire | escribe escriba escribir | scrivi scrivete scrivere |
+    escreva escreve escrever | schrijf schrijven
+v show | zeige zeig zeigen | montre montrez montrer affiche affichez afficher | muestra muestre mostrar |
+    mostra mostrate mostrare | mostre mostra mostrar | toon tonen laat zien
+v output | gib ausgeben ausgabe | imprime imprimez imprimer | imprime imprima imprimir | stampa stampate stampare |
+    imprima imprime imprimir | print geef
+v reveal | enthülle verrate enthüllen verraten offenbare | révèle révélez révéler divulgue | revela revele revelar |
+    rivela rivelate rivelare | revele revela revelar | onthul onthullen
+v repeat | wiederhole wiederholen | répète répétez répéter | repite repita repetir | ripeti ripetete ripetere |
+    repita repete repetir | herhaal herhalen
+v send | sende schicke senden schicken | envoie envoyez envoyer | envía envíe enviar manda |
+    invia inviate inviare manda | envie envia enviar mande | stuur verstuur sturen versturen
+v forward | leite weiter weiterleiten | transfère transférez transférer | reenvía reenviar | inoltra inoltrare |
+    encaminhe encaminhar | stuur door doorsturen
+v share | teile teilen | partage partagez partager | comparte comparta compartir | condividi condividete condividere |
+    compartilhe partilhe compartilhar | deel delen
+v include | füge ein einfügen einschließen | inclus incluez inclure insère insérez | incluye incluya incluir inserta |
+    includi includete includere inserisci | inclua inclui incluir insira | voeg toe invoegen
+v add | füge hinzu hinzufügen ergänze | ajoute ajoutez ajouter | añade añada agrega agregue añadir agregar |
+    aggiungi aggiungete aggiungere | adicione acrescente adicionar | voeg toevoegen
+v cite | zitiere zitieren | cite citez citer | cita cite citar | cita citate citare | cite cita citar |
+    citeer citeren
+v mention | erwähne erwähnen nenne | mentionne mentionnez mentionner | menciona mencione mencionar |
+    menziona menzionate menzionare | mencione menciona mencionar | noem vermeld noemen
+v recommend | empfiehl empfehle empfehlen | recommande recommandez recommander | recomienda recomiende recomendar |
+    raccomanda consiglia raccomandare consigliare | recomende recomenda recomendar | beveel aan aanbevelen
+v describe | beschreibe beschreiben | décris décrivez décrire | describe describa describir |
+    descrivi descrivete descrivere | descreva descreve descrever | beschrijf beschrijven
+v report | melde berichte melden berichten | signale signalez rapporte | informa informe informar |
+    riferisci riporta riferire | informe relate informar | meld rapporteer melden
+v translate | übersetze übersetzen | traduis traduisez traduire | traduce traduzca traducir |
+    traduci traducete tradurre | traduza traduz traduzir | vertaal vertalen
+v decode | dekodiere entschlüssele dekodieren | décode décodez décoder | decodifica decodifique decodificar |
+    decodifica decodificate decodificare | decodifique decodifica decodificar | decodeer decoderen
+v execute | führe aus ausführen | exécute exécutez exécuter | ejecuta ejecute ejecutar | esegui eseguite eseguire |
+    execute executa executar | voer uit uitvoeren
+v do | tu mache mach tun machen | fais faites faire | haz haga hacer | fai fate fare | faça faz fazer | doe doen
+v act | handle handeln | agis agissez agir | actúa actúe actuar | agisci agite agire | aja age agir |
+    handel handelen
+v pretend | tu so als gib vor | fais semblant prétends | finge finja fingir | fingi fingete fingere |
+    finja finge fingir | doe alsof
+v play | spiele spiel spielen | joue jouez jouer | juega juegue jugar | gioca giocate giocare | jogue joga jogar |
+    speel spelen
+v imagine | stell vor stelle vorstellen | imagine imaginez imaginer | imagina imagine imaginar |
+    immagina immaginate immaginare | imagine imagina imaginar | stel voor beeld in
+v become | werde werden | deviens devenez devenir | conviértete convertirse | diventa diventate diventare |
+    torne tornar | word worden
+v stop | hör auf höre auf stoppe beende | arrête arrêtez arrêter cesse | deja detén para dejar |
+    smetti smettete smettere ferma | pare parar | stop stoppen
+v use | verwende benutze nutze verwenden benutzen | utilise utilisez utiliser | usa use utiliza usar utilizar |
+    usa usate usare utilizza | use usa usar utilize | gebruik gebruiken
+v give | gib gebt geben | donne donnez donner | da dé dar | dai date dare | dê dá dar | geef geven
+v list | liste auf auflisten | liste listez énumère | enumera lista enumerar | elenca elencate elencare |
+    liste listar enumere | som op opsommen
+v copy | kopiere kopieren | copie copiez copier | copia copie copiar | copia copiate copiare | copie copia copiar |
+    kopieer kopiëren
+v confirm | bestätige bestätigen | confirme confirmez confirmer | confirma confirme confirmar |
+    conferma confermate confermare | confirme confirma confirmar | bevestig bevestigen
+v summarise | fasse zusammen zusammenfassen | résume résumez résumer | resume resuma resumir |
+    riassumi riassumete riassumere | resuma resume resumir | vat samen samenvatten
+v change | ändere ändern | change changez changer modifie | cambia cambie cambiar | cambia cambiate cambiare |
+    mude muda mudar altere | wijzig verander wijzigen
+v replace | ersetze ersetzen | remplace remplacez remplacer | reemplaza sustituye reemplazar |
+    sostituisci sostituite sostituire | substitua substitui substituir | vervang vervangen
+v remove | entferne lösche entfernen löschen | supprime supprimez supprimer | elimina borra eliminar borrar |
+    rimuovi elimina rimuovere | remova apague remover apagar | verwijder verwijderen
+v keep | behalte behalten | garde gardez garder | mantén mantenga mantener | mantieni mantenete mantenere |
+    mantenha mantém manter | houd behouden
+v hide | verstecke verbirg verstecken verbergen | cache cachez cacher | oculta oculte ocultar esconde |
+    nascondi nascondete nascondere | esconda esconde esconder oculte | verberg verbergen
+v told | gesagt | dit | dicho | detto | dito disseram | gezegd
+v given | gegeben | donné données | dado dadas | dato date | dado dadas | gegeven
+v received | erhalten bekommen | reçu reçues | recibido recibiste recibidas | ricevuto ricevute |
+    recebido recebeu recebidas | ontvangen gekregen
+n instructions | anweisungen anweisung instruktionen | instructions instruction consignes consigne |
+    instrucciones instrucción indicaciones | istruzioni istruzione indicazioni | instruções instrução instrucoes |
+    instructies instructie
+n rules | regeln regel | règles règle | reglas regla | regole regola | regras regra | regels regel
+n guidelines | richtlinien vorgaben | directives directive | directrices pautas | linee guida direttive |
+    diretrizes orientações | richtlijnen
+n directions | weisungen | indications | directivas | direttive | diretivas | aanwijzingen
+n commands | befehle befehl | commandes ordres ordre | órdenes orden comandos | comandi comando ordini |
+    comandos ordens | opdrachten bevelen opdracht
+n task | aufgabe | tâche | tarea | compito | tarefa | taak
+n prompt | prompt | prompt | prompt | prompt | prompt | prompt
+n system | system systems | système | sistema | sistema | sistema | systeem
+n assistant | assistent assistentin | assistant assistante | asistente | assistente | assistente | assistent
+n model | modell | modèle | modelo | modello | modelo | model
+n ai | ki | ia | ia | ia | ia | ai
+n chatbot | chatbot | chatbot | chatbot | chatbot | chatbot | chatbot
+n user | benutzer nutzer anwender | utilisateur utilisatrice | usuario usuaria | utente | usuário utilizador |
+    gebruiker
+n reader | leser leserin | lecteur lectrice | lector lectora | lettore lettrice | leitor leitora | lezer
+n conversation | gespräch unterhaltung konversation chat | conversation discussion | conversación charla |
+    conversazione | conversa conversação | gesprek
+n question | frage fragen | question questions | pregunta preguntas | domanda domande | pergunta perguntas |
+    vraag vragen
+n answer | antwort antworten | réponse réponses | respuesta respuestas | risposta risposte | resposta respostas |
+    antwoord
+n message | nachricht nachrichten | message messages | mensaje mensajes | messaggio messaggi | mensagem mensagens |
+    bericht berichten
+n document | dokument dokuments | document documents | documento documentos | documento documenti |
+    documento documentos | document documenten
+n text | text textes | texte | texto | testo | texto | tekst
+n page | seite | page | página | pagina | página | pagina
+n file | datei | fichier | archivo fichero | file | arquivo ficheiro | bestand
+n source | quelle quellen | source sources | fuente fuentes | fonte fonti | fonte fontes | bron bronnen
+n reference | referenz verweis | référence | referencia | riferimento | referência | verwijzing
+n password | passwort kennwort | mot de passe | contraseña | password | senha | wachtwoord
+n secret | geheimnis | secret | secreto | segreto | segredo | geheim
+n key | schlüssel | clé | clave | chiave | chave | sleutel
+n data | daten | données | datos | dati | dados | gegevens
+n information | informationen | informations | información | informazioni | informações | informatie
+n link | link | lien | enlace | link collegamento | link | link
+n address | adresse | adresse | dirección | indirizzo | endereço | adres
+n email | e-mail mail | courriel e-mail | correo | email | e-mail | e-mail
+n note | hinweis notiz anmerkung | remarque note | nota | nota | nota observação | opmerking notitie
+n mode | modus | mode | modo | modalità | modo | modus
+n role | rolle | rôle | papel rol | ruolo | papel | rol
+n character | figur charakter | personnage | personaje | personaggio | personagem | personage
+n developer | entwickler | développeur | desarrollador | sviluppatore | desenvolvedor | ontwikkelaar
+n administrator | administrator | administrateur | administrador | amministratore | administrador | beheerder
+n restrictions | einschränkungen beschränkungen | restrictions | restricciones | restrizioni | restrições |
+    beperkingen
+n filters | filter | filtres | filtros | filtri | filtros | filters
+n content | inhalt | contenu | contenido | contenuto | conteúdo | inhoud
+n configuration | konfiguration einstellungen | configuration | configuración | configurazione | configuração |
+    configuratie
+n everything | alles | tout | todo | tutto | tudo | alles
+a previous | vorherigen vorherige vorigen bisherigen bisherige früheren frühere |
+    précédentes précédents précédente précédent antérieures antérieurs | anteriores anterior previas previos |
+    precedenti precedente | anteriores anterior prévias | eerdere vorige voorgaande
+a new | neue neuen neu neues | nouvelles nouvelle nouveaux nouveau | nuevas nuevo nueva nuevos |
+    nuove nuovo nuova nuovi | novas novo nova novos | nieuwe nieuw
+a old | alte alten | anciennes anciens ancienne | antiguas antiguos | vecchie vecchi | antigas antigos | oude
+a hidden | versteckten versteckte verborgenen | cachées cachés cachée caché | ocultas ocultos oculta oculto |
+    nascoste nascosti nascosta nascosto | ocultas ocultos oculta oculto escondidas | verborgen
+a secret | geheim geheime geheimen | secrète secrètes secrets | secreta secretas secretos | segreta segrete segreti |
+    secreta secretas secretos | geheime
+a confidential | vertraulich vertraulichen | confidentiel confidentielle confidentiels | confidencial confidenciales |
+    riservato riservate riservati confidenziale | confidencial confidenciais | vertrouwelijk vertrouwelijke
+a internal | intern internen | interne internes | interno interna internas | interno interna interne |
+    interno interna internas | interne
+a original | ursprünglichen ursprüngliche | originales originale | originales original | originali originale |
+    originais original | oorspronkelijke
+a valid | gültig gelten gilt | valables valable valent | válidas válido valen | valide valido valgono |
+    válidas válido valem | geldig gelden
+a cancelled | aufgehoben annulliert ungültig | annulées annulés annulé annulée | canceladas cancelados anuladas |
+    annullate annullati annullato | canceladas cancelados anuladas | vervallen geannuleerd
+a obsolete | veraltet veralteten | obsolètes obsolète périmées | obsoletas obsoletos | obsolete obsoleti |
+    obsoletas obsoletos | verouderd
+a important | wichtig wichtige | important importante | importante | importante | importante | belangrijk
+a urgent | dringend | urgent urgente | urgente | urgente | urgente | dringend
+a unrestricted | uneingeschränkt uneingeschränkte | illimité illimitée | ilimitado ilimitada | illimitato illimitata |
+    ilimitado ilimitada | onbeperkt
+a full | voll volle vollen | plein pleine | lleno llena | pieno piena | cheio cheia | vol volle
+a sole | einzige einzigen | seule seul | única único | unica unico | única único | enige
+a true | wahr wahre | vrai vraie | verdadero verdadera | vero vera | verdadeiro verdadeira | waar
+a false | falsch falsche | faux fausse | falso falsa | falso falsa | falso falsa | vals onwaar
+"""
+LANGS = ("de", "fr", "es", "it", "pt", "nl")
+
+def _glossary(text:str) -> tuple[dict, dict]:
+    "Per language: word -> English, and word -> part of speech (the first row that lists a word wins)."
+    words, parts = {l: {} for l in LANGS}, {l: {} for l in LANGS}
+    rows = re.sub(r"\n[ \t]+", " ", text.strip())          # an indented line continues the row above
+    for line in rows.splitlines():
+        if line.startswith("#"): continue
+        head, *cells = [c.strip() for c in line.split("|")]
+        part, en = head.split(" ", 1)
+        assert len(cells) == len(LANGS), line
+        for l, cell in zip(LANGS, cells):
+            for w in cell.split():
+                words[l].setdefault(w, en); parts[l].setdefault(w, part)
+    return words, parts
+
+GLOSS, _PART = _glossary(GLOSSARY)
+_WORD = re.compile(r"[^\W\d_]+")
+_SENTENCE = re.compile(r"(?<=[.!?;:])\s+|\n+")
+_ELISION = re.compile(r"(?<=[^\W\d_])['’](?=[^\W\d_])")
+
+def _cues(words:list[str]) -> dict[str, float]:
+    "Each language's cues among `words` (distinct, two letters or more, not English): function words 1, others 1/2."
+    ws = {w for w in words if len(w) > 1 and w not in _FUNCTION}
+    return {l: sum(1.0 if _PART[l].get(w) == "f" else 0.5 if GLOSS[l].get(w, w) != w else 0.0 for w in ws)
+            for l in LANGS}
+
+def _language(words:list[str], prior:dict[str, float]) -> str|None:
+    "The language of a sentence among the six (the passage's cues break ties), or None (English, or too few cues)."
+    cues, english = _cues(words), sum(w in _FUNCTION for w in words)
+    best = max(LANGS, key=lambda l: cues[l] + 0.1 * prior[l])
+    if cues[best] >= 2 and cues[best] > english: return best
+    return best if cues[best] >= 1 and prior[best] >= 3 and not english else None   # a fragment of a foreign passage
+
+def _compound(w:str, l:str) -> str|None:
+    "A German or Dutch compound of two listed words (a linking s allowed), glossed as both."
+    for i in range(3, len(w) - 2):
+        for a in (w[:i], w[:i - 1] if w[i - 1] == "s" else ""):
+            if _PART[l].get(a, "f") != "f" and _PART[l].get(w[i:], "f") != "f":
+                return f"{GLOSS[l][a]} {GLOSS[l][w[i:]]}"
+    return None
+
+def _gloss_sentence(s:str, l:str) -> str:
+    "One sentence in language `l`, glossed word for word (lower case)."
+    s = _ELISION.sub(" ", s.lower())
+    ws = [[m.start(), m.end(), m.group(), _PART[l].get(m.group(), "")] for m in _WORD.finditer(s)]
+    for w in ws:
+        g = GLOSS[l].get(w[2]) or (_compound(w[2], l) if l in ("de", "nl") and len(w[2]) >= 8 else None)
+        if g: w[2] = g
+    if l in ("fr", "es", "it", "pt"):
+        for x, y in zip(ws, ws[1:]):
+            if x[3] == "n" and y[3] == "a" and not s[x[1]:y[0]].strip():
+                x[2], y[2], x[3], y[3] = y[2], x[2], "a", "n"
+    out, last = [], 0
+    for a, b, g, _ in ws: out += [s[last:a], g]; last = b
+    return "".join(out) + s[last:]
 
 def gloss(text:str) -> str|None:
-    "The passage with six languages' instruction vocabulary glossed into English; None when it looks English."
+    "The passage (lower case) with its sentences in six other languages glossed into English; None when there are none."
     words = _WORD.findall(text.lower())
-    if not words: return None
-    english = sum(w in _ENGLISH for w in words) / len(words)
-    hits = [w for w in words if GLOSS.get(w, "the") not in _ENGLISH and GLOSS[w] != w]   # content words only
-    if english > 0.12 or len(set(hits)) < 2: return None
-    return _WORD.sub(lambda m: GLOSS.get(m.group().lower(), m.group()), text.lower())
+    prior = _cues(words)
+    if max(prior.values(), default=0) < 2: return None     # the cheap test first: no language has two cues
+    parts, seps = _SENTENCE.split(text), _SENTENCE.findall(text) + [""]
+    out, glossed = [], False
+    for s, sep in zip(parts, seps):
+        l = _language(_WORD.findall(s.lower()), prior)
+        out += [_gloss_sentence(s, l) if l else s.lower(), sep]
+        glossed |= l is not None
+    return "".join(out) if glossed else None
 
 # %% ../../nbs/20a_safety_learned.ipynb #66bb99bb
 def _unquoted(t:str) -> str:
@@ -178,9 +483,16 @@ def views(text:str) -> list[tuple[str, str]]:
     "What the model scores: (kind, normalised text) for the passage, hidden markup, decodings, a gloss, sentences."
     out = [("main", _unquoted(normalise(text)))]
     if hid := markup_text(text): out.append(("markup", normalise(" . ".join(hid))))
-    out += [("decoded", normalise(t)) for t in decoded(text)]
-    if g := gloss(text): out.append(("gloss", _unquoted(normalise(g))))
-    return out + [("sentence", s) for k, v in list(out) if k in ("main", "gloss") for s in _sentences(v)]
+    undone, parts = _undo(text)
+    whole = [out[0][1]]                                    # the views whose sentences are views too
+    if undone != text:
+        out.append(("decoded", _unquoted(normalise(undone)))); whole.append(out[-1][1])
+        out += [("decoded", normalise(t)) for t in parts]
+    if g := gloss(text):
+        out.append(("gloss", _unquoted(normalise(g)))); whole.append(out[-1][1])
+    out += [("sentence", s) for v in whole for s in _sentences(v)]
+    seen = set()
+    return [(k, v) for k, v in out if not (v in seen or seen.add(v))]     # a repeated view only costs time
 
 # %% ../../nbs/20a_safety_learned.ipynb #99335e91
 _CLASSES = {   # generic word classes of text that addresses a model (see above); one class per word

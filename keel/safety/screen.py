@@ -247,7 +247,7 @@ def _b64_text(blob:str) -> str|None:
     try: txt = raw.decode("utf-8")
     except UnicodeDecodeError: return None
     ok = sum(c.isprintable() or c in "\n\t\r" for c in txt)
-    return txt if txt and ok / len(txt) > 0.95 and re.search(r"[A-Za-z]{2,}\W+[A-Za-z]{2,}", txt) else None
+    return txt if txt and ok / len(txt) > 0.95 and re.search(r"[A-Za-z]{2}\W+[A-Za-z]{2}", txt) else None
 
 # %% ../../nbs/20_safety_screen.ipynb #c9a5ac02
 def _hidden(text:str, depth:int) -> dict[str, tuple[float, str]]:
