@@ -17,9 +17,9 @@ from .providers.base import ChunkHit, effective_tags
 # %% auto #0
 __all__ = ['FEATURES', 'CALIBRATION_FILE', 'DEFAULT_CALIBRATION', 'term_profile', 'term_presence', 'names_and_numbers',
            'names_found', 'CorpusStats', 'features', 'fit_logistic', 'roc_auc', 'error_rates', 'operating_point',
-           'Calibration', 'fit_calibration', 'CalibrationError', 'calibration_path', 'save_calibration',
-           'check_calibration', 'load_calibration', 'Assessment', 'Answerability', 'resolve_calibration',
-           'calibration_status']
+           'evidence_ceiling', 'Calibration', 'fit_calibration', 'CalibrationError', 'calibration_path',
+           'save_calibration', 'check_calibration', 'load_calibration', 'Assessment', 'Answerability',
+           'resolve_calibration', 'calibration_status']
 
 # %% ../nbs/13a_answerability.ipynb #d94f722d
 FEATURES = ("cosine", "cosine_z", "cosine_gap", "bm25", "bm25_term", "idf_coverage", "idf_coverage_k", "rare_coverage",
@@ -189,6 +189,16 @@ def operating_point(scores, labels, target_false_answer:float=0.10) -> dict:
     allowed = int(math.floor(target_false_answer * len(neg) + 1e-9))   # negatives that may pass
     thr = float(np.nextafter(neg[allowed], np.inf)) if allowed < len(neg) else float(neg[-1])
     return error_rates(s, y, min(thr, 1.0))
+
+# %% ../nbs/13a_answerability.ipynb #8d7b5136
+def evidence_ceiling(found:Sequence[bool], # per answerable question: were its sources among the passages?
+                     target:float=0.10 # the error rate to stay within
+                    ) -> dict:
+    "What a gate that recognised the evidence perfectly reaches, when retrieval found the sources only for `found`."
+    r = float(np.mean(found)) if len(found) else 0.0
+    miss = 1 - r
+    return dict(evidence_found=r, auc=r + miss / 2, false_refusal_at_target=miss * (1 - target),
+                false_answer_at_target=max(0.0, 1 - target / miss) if miss > 0 else 0.0)
 
 # %% ../nbs/13a_answerability.ipynb #5e9d707d
 @dataclass(frozen=True)

@@ -72,6 +72,9 @@ def test_calibrate_stores_reports_and_is_refused_for_another_corpus(data_dir, ke
         assert s in r.stdout, r.stdout
     cal = json.loads((data_dir / "calibration.json").read_text())
     assert cal["source"] == "corpus" and cal["measured"]["n_items"] >= 20 and cal["measured"]["false_answer"] <= 0.10
+    # what retrieval leaves the gate: the share of items whose sources were among the passages, said in the output
+    found = cal["measured"]["ceiling"]["evidence_found"]
+    assert 0 < found <= 1 and f"/{cal['measured']['n_items']} items" in r.stdout, r.stdout
     st = keel_cmd("--data-dir", data_dir, "status", env=EXTRACTIVE)
     assert "corpus calibration of" in st.stdout and "refused" not in st.stdout, st.stdout
     # the corpus changes: the stored calibration no longer applies

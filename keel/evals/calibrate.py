@@ -12,7 +12,7 @@ from ..command import command_parser, run_command
 from ..db import fingerprint
 from ..providers.base import allowed
 from ..answerability import (Answerability, Calibration, DEFAULT_CALIBRATION, roc_auc, operating_point, error_rates,
-                                save_calibration, fit_calibration)
+                                save_calibration, fit_calibration, evidence_ceiling)
 from .core import document_matches
 from .golden import GoldenItem, load_golden, golden_digest
 from types import SimpleNamespace as NS
@@ -120,7 +120,8 @@ def calibrate(ctx, # an AppContext (con, retriever, ledger, settings)
     op, base = operating_point(p, y, target), DEFAULT_CALIBRATION
     measured = dict(auc=roc_auc(p, y), n_items=len(usable), n=len(rows), **op, golden=str(golden_path),
                     golden_digest=golden_digest(items),
-                    default_threshold=error_rates(p, y, DEFAULT_CALIBRATION.threshold), skipped=why)
+                    default_threshold=error_rates(p, y, DEFAULT_CALIBRATION.threshold), skipped=why,
+                    ceiling=evidence_ceiling([r["source_found"] for r in rows if r["label"]], target))
     if refit_weights:
         base, cv = refit(rows, target)
         measured.update(auc_shipped=measured["auc"], auc=cv["auc_cv"], refit=cv,
@@ -139,6 +140,16 @@ def calibrate(ctx, # an AppContext (con, retriever, ledger, settings)
     return dict(calibration=cal, path=path, rows=rows, ledger=seq)
 
 # %% ../../nbs/55b_evals_calibrate.ipynb #69bf6ce7
+def _ceiling_lines(m:dict, target:float) -> list[str]:
+    "What retrieval leaves the gate (`evidence_ceiling`), for calibrations that measured it."
+    if not (c := m.get("ceiling")): return []
+    n = m["n_items"]
+    found = f"  retrieval put the sources among the passages for {round(c['evidence_found'] * n)}/{n} items"
+    if c["evidence_found"] >= 1: return [found + ": every error above is the gate's own"]
+    return [found + f": a gate that recognised the evidence perfectly would reach ROC AUC {c['auc']:.3f}, and within "
+            f"{target:.0%} false answers still refuse {c['false_refusal_at_target']:.1%} (a goal beyond that needs a "
+            f"better retriever, not a better gate)"]
+
 def report_lines(res:dict) -> list[str]:
     "What `keel calibrate` prints."
     cal, m = res["calibration"], res["calibration"].measured
@@ -154,6 +165,7 @@ def report_lines(res:dict) -> list[str]:
             f"  false answers  (sources masked, answered): {round(fa * n)}/{n} = {fa:.1%}",
             f"  (the shipped default threshold {DEFAULT_CALIBRATION.threshold:.4f} here: false refusals "
             f"{d['false_refusal']:.1%}, false answers {d['false_answer']:.1%})",
+            *_ceiling_lines(m, cal.target_false_answer),
             ("  weights refitted on these items towards the shipped ones; the rates and the threshold come from "
              "held-out folds "
              f"({m['refit']['folds']}), which still share this corpus and this golden set's authors: expect new "
