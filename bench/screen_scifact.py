@@ -1,4 +1,4 @@
-"""False quarantines on a domain the injection screen never saw: SciFact abstracts through the ingest chunker.
+"""False quarantines on domains the injection screen never saw: SciFact or PubMedQA abstracts through the ingest chunker.
 
 Each abstract of `scifact-train/corpus.jsonl` becomes a text document (title, a blank line, the abstract),
 is cut by `chunk_document` as `keel ingest` cuts it (800 characters, 120 overlap), and every chunk is
@@ -6,7 +6,10 @@ screened by the patterns alone and by the default screen (patterns + learned lay
 attacks, so every quarantine is a false one. Prints the counts of chunks and of documents with a
 quarantined chunk, and each flagged document with the view the learned layer flagged it on.
 
-    python bench/screen_scifact.py [--scifact ../shared/data/scifact-train/corpus.jsonl] [--out flagged.json]
+    python bench/screen_scifact.py [--scifact ../shared/data/scifact-train/corpus.jsonl] [--pubmedqa] [--out flagged.json]
+
+`--pubmedqa` screens PubMedQA's development half instead (its 500 abstracts, no titles; `bench/corpora.py` converts
+it once), the second domain the retrieval and answerability work measure on.
 """
 import argparse, json, sys, time
 from pathlib import Path
@@ -21,8 +24,13 @@ from keel.safety.learned import screen_learned, default_model
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--scifact", default=str(ROOT.parent / "shared/data/scifact-train/corpus.jsonl"))
+    ap.add_argument("--pubmedqa", action="store_true", help="PubMedQA dev's abstracts instead of SciFact's")
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
+    if a.pubmedqa:
+        sys.path.insert(0, str(ROOT / "bench"))
+        from corpora import pubmedqa_beir
+        a.scifact = str(pubmedqa_beir() / "corpus.jsonl")
     if not Path(a.scifact).exists():
         sys.exit(f"no SciFact corpus at {a.scifact} (see the bench README for where the data lives)")
     m, t0 = default_model(), time.process_time()
@@ -30,8 +38,9 @@ if __name__ == "__main__":
     chunks = pats = learned = 0
     flagged = []
     for d in docs:
-        doc = LoadedDocument(source=f"scifact:{d['_id']}", title=d["title"], kind="text", checksum="",
-                             pages=[Page(None, d["title"] + "\n\n" + d["text"])])
+        head = d["title"] + "\n\n" if d.get("title") else ""
+        doc = LoadedDocument(source=f"{Path(a.scifact).parent.name}:{d['_id']}", title=d.get("title") or "",
+                             kind="text", checksum="", pages=[Page(None, head + d["text"])])
         hit_p = hit_l = False
         for c in chunk_document(doc, 800, 120):
             chunks += 1

@@ -466,6 +466,10 @@ def gloss(text:str) -> str|None:
     return "".join(out) if glossed else None
 
 # %% ../../nbs/20a_safety_learned.ipynb #66bb99bb
+def _normal(t:str) -> str:
+    "The pattern screen's `normalise`, words joined by a hyphen kept as written (see above)."
+    return normalise(t, join_hyphens=False)
+
 def _unquoted(t:str) -> str:
     "Normalised text, quoted spans replaced by a marker when the passage discusses attacks (the patterns' rule)."
     for a, b in reversed(_quoted(t)): t = t[:a] + " «quoted» " + t[b:]
@@ -481,15 +485,15 @@ def _sentences(v:str) -> list[str]:
 
 def views(text:str) -> list[tuple[str, str]]:
     "What the model scores: (kind, normalised text) for the passage, hidden markup, decodings, a gloss, sentences."
-    out = [("main", _unquoted(normalise(text)))]
-    if hid := markup_text(text): out.append(("markup", normalise(" . ".join(hid))))
+    out = [("main", _unquoted(_normal(text)))]
+    if hid := markup_text(text): out.append(("markup", _normal(" . ".join(hid))))
     undone, parts = _undo(text)
     whole = [out[0][1]]                                    # the views whose sentences are views too
     if undone != text:
-        out.append(("decoded", _unquoted(normalise(undone)))); whole.append(out[-1][1])
-        out += [("decoded", normalise(t)) for t in parts]
+        out.append(("decoded", _unquoted(_normal(undone)))); whole.append(out[-1][1])
+        out += [("decoded", _normal(t)) for t in parts]
     if g := gloss(text):
-        out.append(("gloss", _unquoted(normalise(g)))); whole.append(out[-1][1])
+        out.append(("gloss", _unquoted(_normal(g)))); whole.append(out[-1][1])
     out += [("sentence", s) for v in whole for s in _sentences(v)]
     seen = set()
     return [(k, v) for k, v in out if not (v in seen or seen.add(v))]     # a repeated view only costs time
@@ -560,7 +564,7 @@ def view_features(v:str, # a view (normalised text)
 
 def features(text:str, class_weight:float|None=None) -> dict[str, float]:
     "The features of a passage as written (its main view): what the model is fitted on."
-    return view_features(_unquoted(normalise(text)), class_weight)
+    return view_features(_unquoted(_normal(text)), class_weight)
 
 # %% ../../nbs/20a_safety_learned.ipynb #aa7c1bb0
 class LearnedScreen:

@@ -30,14 +30,16 @@ def _unspace(line:str) -> str:
     if sum(len(x) == 1 for x in line.split()) < 6: return line
     return re.sub(r"(?<!\S)\S(?: \S)+(?!\S)", lambda m: m.group().replace(" ", ""), line)
 
-def normalise(text:str) -> str:
+def normalise(text:str,
+              join_hyphens:bool=True # rejoin words split by a hyphen ("ig-nore"; also "species-specific")
+             ) -> str:
     "Undo common obfuscations and lowercase, keeping line breaks."
     t = _TAGS.sub(lambda m: " " + "".join(chr(ord(c) - 0xE0000) for c in m.group()) + " ", text)
     t = _RLO.sub(lambda m: m.group(1)[::-1], t)
     t = INVISIBLE.sub("", unicodedata.normalize("NFKC", t)).translate(_HOMO).lower()
     t = "\n".join(_unspace(l) for l in t.replace("\u3000", " ").split("\n"))
     t = _SPACED.sub(lambda m: m.group().replace(m.group(1), ""), t)
-    t = re.sub(r"(?<=[a-z])-(?=[a-z])", "", t)
+    if join_hyphens: t = re.sub(r"(?<=[a-z])-(?=[a-z])", "", t)
     t = re.sub(r"[a-z0-9]+", lambda m: _leet(m.group()), t)
     return re.sub(r"\n\s*", "\n", re.sub(r"[^\S\n]+", " ", t)).strip()
 
