@@ -6,8 +6,9 @@ z-scored scores, vector weight 0.45, title weight 3). Both are `Retriever.retrie
 the same stored vectors, differing only in those settings, so the per-question difference is the fusion and title
 change alone. For each corpus (SciFact train, which informed the choice; PubMedQA dev, which informed nothing) and
 each layout (one passage per document; chunked as `keel ingest` stores it, a document ranked by its best chunk) the
-script prints nDCG@10 and Recall@100 at document level, the difference, its paired randomisation p-value and how
-many questions got better and worse, and writes them to bench/results/retriever_before_after.json. Asserts nothing.
+script prints nDCG@10 and Recall@100 at document level, the difference with its paired bootstrap 95% interval
+(10,000 resamples of the questions), its paired randomisation p-value and how many questions got better and worse,
+and writes them to bench/results/retriever_before_after.json. Asserts nothing.
 
     .venv/bin/python bench/retriever_before_after.py [--corpora scifact pubmedqa] [--layouts passage chunked]
                                                     [--limit N] [--permutations 10000]
@@ -31,6 +32,7 @@ def measure(name:str, chunk:bool, limit=None, permutations:int=10_000) -> dict:
     from keel.retrieval import Retriever
     from keel.evals.retrieval_data import load_beir
     from keel.evals.retrieval_bench import run_benchmark, BENCH_TAGS
+    from keel.evals.robustness import paired_interval
     folder, split = corpus(name)
     ds = load_beir(folder, split=split, cutoffs=(1, 3, 5, 10, 100), limit=limit)[0]
     for c in ds.cases: c.user_tags = list(BENCH_TAGS)
@@ -46,7 +48,9 @@ def measure(name:str, chunk:bool, limit=None, permutations:int=10_000) -> dict:
         b, a = res.overall("before", "document")[m], res.overall("after", "document")[m]
         d, p = res.compare("after", "before", "document", m)
         diff = [res.scores["after"]["document"][c.id][m] - res.scores["before"]["document"][c.id][m] for c in ds.cases]
-        out[m] = {"before": b, "after": a, "difference": d, "p": p,
+        lo, hi = paired_interval([(res.scores["before"]["document"][c.id][m], res.scores["after"]["document"][c.id][m])
+                                  for c in ds.cases], n=10_000)
+        out[m] = {"before": b, "after": a, "difference": d, "p": p, "ci95": [lo, hi],
                   "better": sum(x > 1e-12 for x in diff), "worse": sum(x < -1e-12 for x in diff)}
     if ctx.embeddings.computed: ctx.embeddings.save()
     ctx.close()
@@ -60,13 +64,13 @@ def main(argv=None):
     p.add_argument("--permutations", type=int, default=10_000)
     a = p.parse_args(argv)
     rows = {f"{c} {l}": measure(c, l == "chunked", a.limit, a.permutations) for c in a.corpora for l in a.layouts}
-    print(f"{'corpus, layout':<18} {'metric':<11} {'before':>7} {'after':>7} {'after-before':>12} {'p':>7} "
-          f"{'questions better/worse':>22}")
+    print(f"{'corpus, layout':<18} {'metric':<11} {'before':>7} {'after':>7} {'after-before':>12} {'95% interval':>17} "
+          f"{'p':>7} {'questions better/worse':>22}")
     for key, r in rows.items():
         for m in METRICS:
-            x = r[m]
-            print(f"{key:<18} {m:<11} {x['before']:7.4f} {x['after']:7.4f} {x['difference']:+12.4f} {x['p']:7.4f} "
-                  f"{x['better']:>15}/{x['worse']}")
+            x = r[m]; lo, hi = x["ci95"]
+            print(f"{key:<18} {m:<11} {x['before']:7.4f} {x['after']:7.4f} {x['difference']:+12.4f} "
+                  f"{f'[{lo:+.4f}, {hi:+.4f}]':>17} {x['p']:7.4f} {x['better']:>15}/{x['worse']}")
     print("questions, passages, seconds: " + "; ".join(f"{k} {r['questions']}, {r['passages']}, {r['seconds']}"
                                                      for k, r in rows.items()))
     if a.limit is None:
