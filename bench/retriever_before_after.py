@@ -47,9 +47,10 @@ def measure(name:str, chunk:bool, limit=None, permutations:int=10_000) -> dict:
     for m in METRICS:
         b, a = res.overall("before", "document")[m], res.overall("after", "document")[m]
         d, p = res.compare("after", "before", "document", m)
-        diff = [res.scores["after"]["document"][c.id][m] - res.scores["before"]["document"][c.id][m] for c in ds.cases]
-        lo, hi = paired_interval([(res.scores["before"]["document"][c.id][m], res.scores["after"]["document"][c.id][m])
-                                  for c in ds.cases], n=10_000)
+        before_s, after_s = res.scores["before"]["document"], res.scores["after"]["document"]
+        pairs = [(before_s[c.id][m], after_s[c.id][m]) for c in ds.cases]
+        diff = [x - y for y, x in pairs]
+        lo, hi = paired_interval(pairs, n=10_000)
         out[m] = {"before": b, "after": a, "difference": d, "p": p, "ci95": [lo, hi],
                   "better": sum(x > 1e-12 for x in diff), "worse": sum(x < -1e-12 for x in diff)}
     if ctx.embeddings.computed: ctx.embeddings.save()
