@@ -7,11 +7,17 @@ logs, role-play exercises, other languages). Every passage is a template filled 
 and set inside ordinary business prose; hand-written seeds are templates without slots. Each item
 records its template, and the split is by template: a `held_out` template's passages are never
 used to fit or tune anything, so the held-out figure measures wording the model has not seen.
+
+Templates repeat their wording, so a model fitted on them learns their phrasing. `written_set.jsonl`
+adds passages written one by one (every one its own template, split by the same hash): attacks of
+the ten families and hard negatives, in many domains and several languages. `independent_set.jsonl`
+is not read here: it only measures (`bench/screen_independent.py`).
 """
 import base64, codecs, hashlib, random, re
 from pathlib import Path
 
 OUT = Path(__file__).with_name("screen_set.jsonl")
+WRITTEN = Path(__file__).with_name("written_set.jsonl")
 
 # ------------------------------------------------------------------ slots
 GOALS = [
@@ -492,6 +498,18 @@ def _documents(rng, per=14):
                             text="\n\n".join([head] + paras)))
     return out
 
+def _written(path=WRITTEN):
+    "The passages written one by one: each is its own template (`written/<family or kind>/<id>`)."
+    import json
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        w = json.loads(line)
+        group = w["family"] if w["label"] == "injection" else w["kind"]
+        tid = f"written/{group}/{w['id']}"
+        out.append(dict(label=w["label"], **{"family" if w["label"] == "injection" else "kind": group}, lang=w["lang"],
+                        template=tid, split="held_out" if _held(tid) else "train", text=w["text"]))
+    return out
+
 def build():
     rng = random.Random(20261130)
     items = []
@@ -505,6 +523,7 @@ def build():
         items += _items("benign", kind, BENIGN_SEEDS.get(kind, []), 3, rng, "kind")
     items += _items("benign", "other_language", [(l, t) for l, ts in BENIGN_L.items() for t in ts], 6, rng, "kind")
     items += _documents(rng)
+    items += _written()
     for n, it in enumerate(items): it["id"] = f"{'a' if it['label'] == 'injection' else 'b'}{n:05d}"
     return items
 

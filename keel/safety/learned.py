@@ -25,9 +25,9 @@ from keel.safety.screen import (
 
 # %% auto #0
 __all__ = ['GLOSSARY', 'LANGS', 'GLOSS', 'CLASS_WEIGHT', 'undo', 'decoded', 'markup_text', 'gloss', 'views', 'word_classes',
-           'class_grams', 'view_features', 'features', 'LearnedScreen', 'save_model', 'load_model', 'default_model',
-           'screen_learned', 'screen_confirmed', 'fit_screen', 'load_screen_set', 'train_default', 'result_text',
-           'verdict_row']
+           'class_grams', 'roles', 'role_grams', 'view_features', 'features', 'LearnedScreen', 'save_model',
+           'load_model', 'default_model', 'screen_learned', 'screen_confirmed', 'fit_screen', 'load_screen_set',
+           'train_default', 'result_text', 'verdict_row']
 
 # %% ../../nbs/20a_safety_learned.ipynb #0abdf642
 _FUNCTION = frozenset("""the a an and or but of to in on at for with from by as is are was were be been has have had do
@@ -546,6 +546,47 @@ def class_grams(v:str) -> set[str]:
         g |= {f"p:{a}+{b}" for n, a in enumerate(s) for b in s[n + 1:]}
     return g
 
+# %% ../../nbs/20a_safety_learned.ipynb #f4a9b1b1
+_SESSION = re.compile(
+    r"\b(?:system (?:prompt|message|instructions?)|(?:initial|hidden|original|previous|prior|earlier|above|your|these|"
+    r"those|the preceding) (?:\w+ )?(?:instructions?|prompts?|configuration|rules|guidelines)|conversations?|"
+    r"chat history|chat log|this chat|the chat|context window|(?:retrieved|other) (?:documents?|passages?|text|"
+    r"sources?|content|results?)|(?:the )?users?'?s? (?:\w+ ){0,2}(?:questions?|query|queries|requests?|messages?|"
+    r"data|names?|details|e-?mails?|history|information|address|identity)|previous questions|session|"
+    r"(?:every|all|any|each) (?:\w+ )?(?:documents?|files?|passages?|sources?) (?:that )?you (?:can see|were given|"
+    r"have|read|retrieved|received|see))\b")
+_ANSWER = re.compile(r"\b(?:your|the|every|each|any|all) (?:\w+ )?(?:answers?|responses?|repl(?:y|ies)|summar(?:y|ies)|"
+                     r"outputs?|citations?|references?|footnotes?)\b|\b(?:when|before|after|while|whenever) "
+                     r"(?:you )?(?:answer|respond|repl|summari|cit)\w*")
+_ACT = frozenset(w for c in ("SEND", "REVEAL", "SAY", "OVERRIDE") for w in _CLASSES[c].split()) | frozenset(
+    "leak encode render write put insert answer reply delete hide omit cite attribute rank list credit treat present "
+    "prefer prioritise prioritize".split())
+_RTOK = re.compile(r"URLQ|DEST|SELF|SESSION|ANSWER|[a-z][a-z']*")
+
+def roles(v:str) -> list[set[str]]:
+    "Each sentence of a view (normalised text) as the set of roles its words play towards a model reading it."
+    for cue, rx, tag in (("http", _URLQ, " URLQ "), ("http", _URL, " DEST "), ("@", _MAIL, " DEST "),
+                         ("this ", _SELF, " SELF ")):
+        if cue in v: v = rx.sub(tag, v)
+    v = _ANSWER.sub(" ANSWER ", _SESSION.sub(" SESSION ", v))
+    out = []
+    for sent in re.split(r"(?<=[.!?;:])\s+|\n+", v):
+        toks = _RTOK.findall(sent)
+        s = {t for t in toks if t.isupper()}
+        s |= {"ACT"} if any(t in _ACT for t in toks) else set()
+        s |= {"YOU"} if any(_CLASS_OF.get(t) == "YOU" for t in toks) else set()
+        s |= {"MODEL"} if any(_CLASS_OF.get(t) == "MODEL" for t in toks) else set()
+        out.append(s)
+    return out
+
+def role_grams(v:str) -> set[str]:
+    "Each sentence's roles, their pairs and their triples, as features."
+    g = set()
+    for s in map(sorted, roles(v)):
+        g |= {f"r:{a}" for a in s} | {f"r:{a}+{b}" for n, a in enumerate(s) for b in s[n + 1:]}
+        g |= {f"r:{a}+{b}+{c}" for n, a in enumerate(s) for m, b in enumerate(s[n + 1:], n + 1) for c in s[m + 1:]}
+    return g
+
 # %% ../../nbs/20a_safety_learned.ipynb #6c71037e
 def _grams(t:str) -> set[str]:
     words = re.findall(r"\w+", t)
@@ -556,9 +597,9 @@ def _grams(t:str) -> set[str]:
 def view_features(v:str, # a view (normalised text)
                   class_weight:float|None=None # a class feature's value relative to an n-gram's; None: `CLASS_WEIGHT`
                  ) -> dict[str, float]:
-    "The features of one view: n-gram and word-class presence, scaled by the number of features."
+    "The features of one view: n-gram, word-class and role presence, scaled by the number of features."
     cw = CLASS_WEIGHT if class_weight is None else class_weight
-    grams, classes = _grams(v), class_grams(v) if cw else set()   # 0: the n-grams alone (the previous version)
+    grams, classes = _grams(v), class_grams(v) | role_grams(v) if cw else set()   # 0: the n-grams alone
     unit = 1 / math.sqrt(len(grams) + len(classes) or 1)
     return {**dict.fromkeys(grams, unit), **dict.fromkeys(classes, cw * unit)}
 
