@@ -143,7 +143,7 @@ def test_the_shipped_weights_are_reproducible(items):
 
 def test_the_fixture_corpus_loses_no_judged_section_and_its_planted_injection_is_quarantined():
     # One false quarantine is known: the operations guide's introduction ("... the Keel document question-answering
-    # appliance", a sentence view at p=0.90 against 0.855), no section any golden question is judged on.
+    # appliance", a sentence view at p=0.87 against 0.834), no section any golden question is judged on.
     import yaml
     from keel.ingest.loaders import load
     from keel.ingest.chunking import chunk_document

@@ -754,7 +754,7 @@ def _thresholds(items, y, C, min_df, target_fpr, target_fpr_both, folds, cw=None
 def fit_screen(items:list[dict], # labelled passages: text, label (injection|benign), family (attacks), template
                C:float=4.0, # inverse regularisation strength
                min_df:int=2, # keep features seen in at least this many passages
-               target_fpr:float=0.01, # out-of-fold false-positive rate the model alone may have on benign items
+               target_fpr:float=0.02, # out-of-fold false-positive rate the model alone may have on benign items
                target_fpr_both:float=0.02, # ... and the model with the confirmed pattern quarantines
                folds:int=5, # cross-validation folds for the thresholds
                threshold:float|None=None, # a threshold to use instead of deriving one (skips the cross-validation)
