@@ -133,7 +133,8 @@ def chunked_context(name:str, ingest:bool=False, **kw):
 def leave_documents_out(rows:list[dict], folds:int=5, seed:int=0, features=None) -> tuple[float, dict]:
     "ROC AUC and the 10%-false-answer operating point of out-of-fold scores, folds grouped by the cited document."
     import random
-    from keel.answerability import fit_calibration, roc_auc, operating_point, FEATURES
+    from keel.stats import roc_auc
+    from keel.answerability import fit_calibration, operating_point, FEATURES
     features = features or FEATURES
     groups = sorted({r["group"] for r in rows}); random.Random(seed).shuffle(groups)
     fold = {g: i % folds for i, g in enumerate(groups)}
@@ -146,7 +147,8 @@ def leave_documents_out(rows:list[dict], folds:int=5, seed:int=0, features=None)
 
 def report(rows:list[dict], features=None, label:str=""):
     "Leave-documents-out and cross-domain figures of `rows`, printed."
-    from keel.answerability import fit_calibration, roc_auc, FEATURES
+    from keel.stats import roc_auc
+    from keel.answerability import fit_calibration, FEATURES
     features = features or FEATURES
     by = {d: [r for r in rows if r["domain"] == d] for d in ("scifact", "pubmedqa")}
     for d, rs in by.items():

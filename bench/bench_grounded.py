@@ -190,7 +190,7 @@ def _embedder():
 
 def score(path:Path) -> dict:
     "The figures of one saved run."
-    from keel.evals.run import percentile
+    from keel.stats import percentile
     d = json.loads(Path(path or PUBMEDQA).read_text())
     rows, lim = d["rows"], d["max_output_tokens"]
     ans = [r for r in rows if not r["expect_refusal"]]

@@ -32,7 +32,7 @@ def measure(name:str, chunk:bool, limit=None, permutations:int=10_000) -> dict:
     from keel.retrieval import Retriever
     from keel.evals.retrieval_data import load_beir
     from keel.evals.retrieval_bench import run_benchmark, BENCH_TAGS
-    from keel.evals.robustness import paired_interval
+    from keel.stats import paired_bootstrap
     folder, split = corpus(name)
     ds = load_beir(folder, split=split, cutoffs=(1, 3, 5, 10, 100), limit=limit)[0]
     for c in ds.cases: c.user_tags = list(BENCH_TAGS)
@@ -50,7 +50,7 @@ def measure(name:str, chunk:bool, limit=None, permutations:int=10_000) -> dict:
         before_s, after_s = res.scores["before"]["document"], res.scores["after"]["document"]
         pairs = [(before_s[c.id][m], after_s[c.id][m]) for c in ds.cases]
         diff = [x - y for y, x in pairs]
-        lo, hi = paired_interval(pairs, n=10_000)
+        lo, hi = paired_bootstrap(*zip(*pairs), n=10_000)
         out[m] = {"before": b, "after": a, "difference": d, "p": p, "ci95": [lo, hi],
                   "better": sum(x > 1e-12 for x in diff), "worse": sum(x < -1e-12 for x in diff)}
     if ctx.embeddings.computed: ctx.embeddings.save()

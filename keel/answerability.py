@@ -11,12 +11,13 @@ from typing import Sequence
 import numpy as np
 from .errors import InputError
 from .db import fingerprint
+from .stats import roc_auc
 from .retrieval import BM25Index, query_terms, STOPWORDS, K1
 from .providers.base import ChunkHit, effective_tags
 
 # %% auto #0
 __all__ = ['FEATURES', 'CALIBRATION_FILE', 'DEFAULT_CALIBRATION', 'term_profile', 'term_presence', 'names_and_numbers',
-           'names_found', 'CorpusStats', 'features', 'fit_logistic', 'roc_auc', 'error_rates', 'operating_point',
+           'names_found', 'CorpusStats', 'features', 'fit_logistic', 'error_rates', 'operating_point',
            'evidence_ceiling', 'Calibration', 'fit_calibration', 'CalibrationError', 'calibration_path',
            'save_calibration', 'check_calibration', 'load_calibration', 'Assessment', 'Answerability',
            'resolve_calibration', 'calibration_status']
@@ -160,18 +161,6 @@ def fit_logistic(X:np.ndarray, # (n, d) standardised features
         w -= step
         if np.abs(step).max() < 1e-10: break
     return w[:-1], float(w[-1])
-
-def roc_auc(scores:Sequence[float], labels:Sequence[int]) -> float|None:
-    "ROC AUC: the chance a random positive outscores a random negative (ties half); None without both classes."
-    s, y = np.asarray(scores, float), np.asarray(labels, int)
-    pos, neg = s[y == 1], s[y == 0]
-    if not len(pos) or not len(neg): return None
-    allv = np.concatenate([pos, neg])
-    order = allv.argsort(kind="mergesort"); ranks = np.empty(len(allv)); ranks[order] = np.arange(1, len(allv) + 1)
-    for v in np.unique(allv):                       # average ranks over ties
-        m = allv == v
-        if m.sum() > 1: ranks[m] = ranks[m].mean()
-    return float((ranks[:len(pos)].sum() - len(pos) * (len(pos) + 1) / 2) / (len(pos) * len(neg)))
 
 # %% ../nbs/13a_answerability.ipynb #89015651
 def error_rates(scores, labels, threshold:float) -> dict:

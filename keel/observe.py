@@ -9,7 +9,7 @@ from collections import defaultdict
 from fastcore.basics import patch
 from .errors import InputError
 from .db import transaction
-from .evals.core import mean, percentile
+from .stats import mean, percentile
 from .answer.types import Answer, User, Citation
 from .safety.pii import Scrubber
 

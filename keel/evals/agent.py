@@ -17,7 +17,7 @@ from ..agent.tools import default_registry
 from ..agent.policy import Policy, decide, load_policy, parse_policy
 from ..agent.loop import AgentLoop
 from ..agent import approvals as q
-from .core import mean, percentile
+from ..stats import mean, percentile
 from .run import Regression, promote_baseline, default_baseline_path
 from .report import CSS, esc, fmt, write_run_files
 

@@ -11,7 +11,8 @@ from ..errors import InputError, EXIT_OK
 from ..command import command_parser, run_command
 from ..db import fingerprint
 from ..providers.base import allowed
-from ..answerability import (Answerability, Calibration, DEFAULT_CALIBRATION, roc_auc, operating_point, error_rates,
+from ..stats import roc_auc
+from ..answerability import (Answerability, Calibration, DEFAULT_CALIBRATION, operating_point, error_rates,
                                 save_calibration, fit_calibration, evidence_ceiling)
 from .core import document_matches
 from .golden import GoldenItem, load_golden, golden_digest

@@ -70,7 +70,7 @@ def groundedness(text:str, citations:list[int], passages:list[str], embed=None, 
 def grounding_agreement(labels:list[dict], # judge labels: question, contexts, answer, human verdicts
                         embed=None) -> dict:
     "Accuracy and Cohen's kappa of the model-free groundedness verdict against the human groundedness labels."
-    from keel.evals.judge import cohen_kappa
+    from keel.stats import cohen_kappa
     rows = [(int(l["human"]["groundedness"] >= 0.5), groundedness(l["answer"], [], list(l["contexts"]), embed)["score"])
             for l in labels
             if l.get("human", {}).get("groundedness") is not None]

@@ -13,11 +13,12 @@ from ..airgap import permits
 from ..providers.base import ChatMessage, LLM
 from fastcore.basics import patch
 from ..yamlfile import read_yaml
+from ..stats import cohen_kappa
 
 # %% auto #0
 __all__ = ['METRICS', 'JUDGE_SCHEMA', 'JUDGE_INSTRUCTIONS', 'LABEL_FIELDS', 'fold_score', 'parse_verdict', 'material',
            'JudgeVerdict', 'Judge', 'endpoint_permitted', 'combine_verdicts', 'second_judge', 'load_judge_labels',
-           'cohen_kappa', 'judge_agreement']
+           'judge_agreement']
 
 # %% ../../nbs/54_evals_judge.ipynb #513bdd6b
 def fold_score(v) -> float|None:
@@ -199,16 +200,6 @@ def load_judge_labels(path:Path|str) -> list[dict]:
             bad("human", "must give 0 or 1 for each of " + ", ".join(METRICS))
         seen.add(iid); out.append({**r, "id": iid, "kind": r.get("kind", "clear")})
     return out
-
-# %% ../../nbs/54_evals_judge.ipynb #b69e7aea
-def cohen_kappa(a:list[int], b:list[int]) -> float|None:
-    "Cohen's kappa of two binary raters; None when chance agreement is total (kappa undefined)."
-    n = len(a)
-    if n == 0: return None
-    po = sum(x == y for x, y in zip(a, b)) / n
-    pa, pb = sum(a) / n, sum(b) / n
-    pe = pa * pb + (1 - pa) * (1 - pb)
-    return None if pe >= 1 else (po - pe) / (1 - pe)
 
 # %% ../../nbs/54_evals_judge.ipynb #40032235
 def judge_agreement(judge:Judge, labels:list[dict], runs:int=1, progress:bool=False) -> dict:

@@ -6,6 +6,7 @@
 from __future__ import annotations
 import dataclasses, datetime as dt, html, json, random, statistics
 from pathlib import Path
+from ..stats import bootstrap_interval
 from .core import RATES, COUNTS, COSTS, DEFAULT_THRESHOLDS, item_value, settings_digest
 
 # %% auto #0
@@ -317,11 +318,7 @@ def render_report(payload:dict) -> str:
 # %% ../../nbs/56_evals_report.ipynb #36dd24b0
 def mean_interval(rows:list[dict], metric:str, n:int=1000, seed:int=0) -> tuple[float|None, float|None]:
     "Bootstrap 95% interval of a rate's mean over the items it applies to."
-    xs = [v for v in (item_value(r, metric) for r in rows) if v is not None]
-    if not xs: return None, None
-    rng = random.Random(seed)
-    ms = sorted(statistics.fmean(rng.choices(xs, k=len(xs))) for _ in range(n))
-    return ms[int(0.025 * n)], ms[min(n - 1, int(0.975 * n))]
+    return bootstrap_interval([item_value(r, metric) for r in rows], n, seed)
 
 # %% ../../nbs/56_evals_report.ipynb #9e06a57e
 def scorecard(result_or_payload):

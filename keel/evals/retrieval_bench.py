@@ -14,14 +14,14 @@ from fastcore.basics import patch
 from ..errors import InputError, KeelError, ModelError
 from ..atomicfile import atomic_path
 from ..providers.base import ChunkHit, Embeddings, allowed, effective_tags
+from ..stats import paired_randomisation
 from .core import norm, document_matches, mean_by_key
 from .metrics import query_measures, trec_order
 from .retrieval_data import Judgment, Dataset, Gate, LEVELS, load_dataset, passage
 
 # %% auto #0
 __all__ = ['BENCH_TAGS', 'System', 'corpus_context', 'CachedEmbeddings', 'judge_ranking', 'metric_key', 'case_metrics',
-           'standard_systems', 'run_file_system', 'BenchmarkResult', 'run_benchmark', 'paired_randomisation',
-           'GateResult', 'check_gates']
+           'standard_systems', 'run_file_system', 'BenchmarkResult', 'run_benchmark', 'GateResult', 'check_gates']
 
 # %% ../../nbs/50b_evals_retrieval_bench.ipynb #ff749668
 BENCH_TAGS = ("benchmark",)   # the tags of a benchmark corpus's passages, and of the user who asks
@@ -251,16 +251,6 @@ def by_category(self:BenchmarkResult, system:str, level:str="section") -> dict[s
     cats = defaultdict(list)
     for c in self.dataset.cases: cats[c.category].append(self.scores[system][level][c.id])
     return {k: mean_by_key(v) for k, v in sorted(cats.items())}
-
-# %% ../../nbs/50b_evals_retrieval_bench.ipynb #987a38e3
-def paired_randomisation(a:Sequence[float], b:Sequence[float], permutations:int=10_000, seed:int=0) -> float:
-    "Two-sided p-value of the mean paired difference a - b under random sign flips."
-    d = np.asarray(a, float) - np.asarray(b, float)
-    if not len(d) or not np.any(d): return 1.0
-    rng = np.random.default_rng(seed)
-    signs = rng.choice(np.array([-1.0, 1.0]), size=(permutations, len(d)))
-    obs = abs(d.mean())
-    return float((np.sum(np.abs(signs @ d) / len(d) >= obs - 1e-12) + 1) / (permutations + 1))
 
 # %% ../../nbs/50b_evals_retrieval_bench.ipynb #2498809a
 @patch

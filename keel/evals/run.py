@@ -11,7 +11,8 @@ from ..errors import InputError, KeelError, ModelError, AirgapViolation, EXIT_OK
 from ..command import command_parser, run_command
 from ..providers.base import allowed, ChunkHit
 from ..answer.types import User, Answer, Citation
-from .core import SourceRef, RATES, COUNTS, DEFAULT_THRESHOLDS, item_value, mean, percentile
+from ..stats import mean, percentile, paired_bootstrap
+from .core import SourceRef, RATES, COUNTS, DEFAULT_THRESHOLDS, item_value
 from .golden import GoldenItem, load_golden, golden_digest, golden_floors, REFUSAL_CATEGORIES
 from .judge import (Judge, JudgeVerdict, combine_verdicts, second_judge, load_judge_labels, judge_agreement,
                               METRICS, JUDGE_INSTRUCTIONS)
@@ -181,12 +182,8 @@ def bootstrap_delta(cur:list[dict], base:list[dict], metric:str, n:int=2000,
                     seed:int=0) -> tuple[float|None, float|None]:
     "Paired bootstrap 95% interval of the mean change of `metric` over items matched by id."
     b = {r["id"]: item_value(r, metric) for r in base}
-    pairs = [(item_value(r, metric), b[r["id"]]) for r in cur if r["id"] in b]
-    diffs = [c - o for c, o in pairs if c is not None and o is not None]
-    if not diffs: return None, None
-    rng = random.Random(seed)
-    means = sorted(statistics.fmean(rng.choices(diffs, k=len(diffs))) for _ in range(n))
-    return means[int(0.025 * n)], means[min(n - 1, int(0.975 * n))]
+    pairs = [(b[r["id"]], item_value(r, metric)) for r in cur if r["id"] in b]
+    return paired_bootstrap([o for o, _ in pairs], [c for _, c in pairs], n, seed)
 
 # %% ../../nbs/55_evals_run.ipynb #e603ef6a
 def compare(summary:dict, # the current run's summary (or a payload with `summary` and `items`)
