@@ -3,7 +3,7 @@ PubMedQA dev (500 questions and abstracts), each asked twice through the product
 directory that bench/corpora.py builds (one passage per abstract, the current retrieval defaults): with its cited
 documents visible (label 1, the documents answer it) and with them masked the way a permission filter masks them
 (label 0). Also records the old gate's number (the best hit's relevance), where the cited document ranked, and the time
-the scoring took. Writes bench/answerability-features.csv, which nbs/13a_answerability.ipynb fits the default
+the scoring took. Writes bench/answerability-features.csv, which nbs/13d_retrieval_answerability.ipynb fits the default
 calibration on. Build the corpora first (`python bench/corpora.py scifact`, `... pubmedqa`; minutes of embedding on
 two cores, cached after). Usage:
     .venv/bin/python bench/answerability_features.py [scifact pubmedqa] [--limit N] [--chunked] [--ldo]
@@ -47,7 +47,7 @@ def questions(folder:Path, split:str) -> list[dict]:
 def rows_for(name:str, limit:int|None=None, keep:list|None=None) -> list[dict]:
     """Two rows per question (sources visible, masked): features, old relevance, the cited document's rank, time.
     `keep`, when given, receives each row's (question vector, retrieved chunk ids)."""
-    from keel.answerability import Answerability, DEFAULT_CALIBRATION, FEATURES
+    from keel.retrieval.answerability import Answerability, DEFAULT_CALIBRATION, FEATURES
     ctx, folder, split = corpora.context(name, ingest=False)
     a = Answerability(ctx.retriever, ctx.settings, calibration=DEFAULT_CALIBRATION)
     chunks = {}
@@ -112,7 +112,7 @@ def sentence_features(qvec, chunk_ids:list, vecs:dict, passage_cosine:float, bac
 
 def with_sentences(name:str, limit:int|None=None, budget:float|None=None) -> list[dict]|None:
     "The rows of `rows_for` with SENTENCE_FEATURES added; None when the sentence vectors are not all cached yet."
-    from keel.answerability import CorpusStats
+    from keel.retrieval.answerability import CorpusStats
     keep = []
     rows = rows_for(name, limit, keep)
     ctx, kept = keep[0], keep[1:]
@@ -134,7 +134,7 @@ def leave_documents_out(rows:list[dict], folds:int=5, seed:int=0, features=None)
     "ROC AUC and the 10%-false-answer operating point of out-of-fold scores, folds grouped by the cited document."
     import random
     from keel.stats import roc_auc
-    from keel.answerability import fit_calibration, operating_point, FEATURES
+    from keel.retrieval.answerability import fit_calibration, operating_point, FEATURES
     features = features or FEATURES
     groups = sorted({r["group"] for r in rows}); random.Random(seed).shuffle(groups)
     fold = {g: i % folds for i, g in enumerate(groups)}
@@ -148,7 +148,7 @@ def leave_documents_out(rows:list[dict], folds:int=5, seed:int=0, features=None)
 def report(rows:list[dict], features=None, label:str=""):
     "Leave-documents-out and cross-domain figures of `rows`, printed."
     from keel.stats import roc_auc
-    from keel.answerability import fit_calibration, FEATURES
+    from keel.retrieval.answerability import fit_calibration, FEATURES
     features = features or FEATURES
     by = {d: [r for r in rows if r["domain"] == d] for d in ("scifact", "pubmedqa")}
     for d, rs in by.items():
@@ -179,7 +179,7 @@ if __name__ == "__main__":
     ap.add_argument("--budget", type=float, help="with --sentences: stop embedding after about this many seconds")
     args = ap.parse_args()
     if args.sentences:
-        from keel.answerability import FEATURES
+        from keel.retrieval.answerability import FEATURES
         for name in args.domains:
             rows = with_sentences(name, args.limit, args.budget)
             if rows is None: sys.exit(f"{name}: sentence vectors not all embedded within the budget; run again")

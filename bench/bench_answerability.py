@@ -42,7 +42,7 @@ class CachedQueries:
     def embed(self, texts): return self.inner.embed(texts)
 
 def measure(name, r, a, qs, repeat):
-    from keel.answerability import features
+    from keel.retrieval.answerability import features
     model = getattr(r.embeddings, "inner", r.embeddings)          # the model itself, past a benchmark's vector cache
     model.embed_query(qs[0][0]); embed_ms = []
     for q, _ in qs[:20]:

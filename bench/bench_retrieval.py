@@ -15,7 +15,9 @@ from keel.config import load_settings
 from keel.atomicfile import atomic_path
 from keel.db import connect, transaction, fingerprint
 from keel.providers.faiss import build_from_db
-from keel.retrieval import Retriever, BM25Index, fts_bm25, RELEVANCE_COEF
+from keel.retrieval.bm25 import BM25Index, fts_bm25
+from keel.retrieval.fusion import RELEVANCE_COEF
+from keel.retrieval.retriever import Retriever
 
 ROOT = Path(__file__).resolve().parent
 CACHE = ROOT/".cache"
@@ -167,7 +169,7 @@ def fit_relevance(r, qs, qrels, src):
         m = LogisticRegression(C=100.0).fit(X[sel], y[sel])
         print(f"\nrelevance fit on {len(fit)} claims, {name}: {sel.sum()} pairs ({y[sel].sum()} relevant): "
               f"cosine={m.coef_[0][0]:.2f}, coverage={m.coef_[0][1]:.2f}, bias={m.intercept_[0]:.2f}")
-    print(f"  constants in keel.retrieval: {RELEVANCE_COEF}")
+    print(f"  constants in keel.retrieval.fusion: {RELEVANCE_COEF}")
     Xh, yh, rh = pairs(held)
     ph = 1 / (1 + np.exp(-(RELEVANCE_COEF['cosine'] * Xh[:, 0] + RELEVANCE_COEF['coverage'] * Xh[:, 1] + RELEVANCE_COEF['bias'])))
     for name, sel in (("best hit", rh == 0), ("all top-20 pairs", rh >= 0)):

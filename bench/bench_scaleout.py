@@ -33,11 +33,13 @@ def timed(f):
 
 def side(name, ctx, texts, batch, d):
     "Embedding, ingest and golden-set timings through `ctx`'s executor."
-    from keel.scaleout import RemoteEmbeddings
+    from keel.factory import WorkerBuilder
+    from keel.ingest.pipeline import RemoteEmbeddings
     from keel.evals.run import run_eval
-    emb = RemoteEmbeddings(ctx.executor, ctx.settings, ctx.embeddings, batch) if ctx.executor.remote else ctx.embeddings
+    remote = lambda: RemoteEmbeddings(ctx.executor, WorkerBuilder(ctx.settings), ctx.embeddings, batch)  # as ingest's
+    emb = remote() if ctx.executor.remote else ctx.embeddings
     _, first = timed(lambda: emb.embed(texts[:4]))          # in process: the model loads; on Ray: the actor and its model
-    if not ctx.executor.remote: emb = RemoteEmbeddings(ctx.executor, ctx.settings, ctx.embeddings, batch)
+    if not ctx.executor.remote: emb = remote()
     _, embed_s = timed(lambda: emb.embed(texts))
     res, ingest_s = timed(lambda: ctx.ingestor.ingest_manifest(MANIFEST, progress=False))
     chunks, embed_in_ingest = sum(r.chunks for r in res), sum(r.embed_seconds for r in res)
@@ -50,11 +52,11 @@ def side(name, ctx, texts, batch, d):
 def ray_side(a, d, texts):
     "The Ray figures, measured in this (child) process."
     from keel.executor import RayExecutor
-    import keel.scaleout as so
+    import keel.evals.run as run          # the golden run replays its workers' writes through run.replay
     replay_s = [0.0]
-    def timed_replay(events, ledger, log, _r=so.replay):
+    def timed_replay(events, ledger, log, _r=run.replay):
         t = time.perf_counter(); _r(events, ledger, log); replay_s[0] += time.perf_counter() - t
-    so.replay = timed_replay
+    run.replay = timed_replay
     ex = RayExecutor("local", workers=1, num_cpus=1)
     try:
         _, start_s = timed(ex._ray); print(f"ray started in {start_s:.1f} s", flush=True)

@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from corpora import CACHE, SCIFACT
 from keel.atomicfile import atomic_path
 from keel.db import connect, transaction
-from keel.retrieval import BM25Index
+from keel.retrieval.bm25 import BM25Index
 
 def add_docs(con, docs):
     "Insert (source, title, text, tags) documents, one chunk each, in one transaction."

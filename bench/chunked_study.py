@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from corpora import SCIFACT, TAGS, CACHE, corpus, pubmedqa_beir
 from fusion_study import queries
 from scifact_retrieval import context as beir_context
-import keel.retrieval as kr
+import keel.retrieval.fusion as kr
 from keel.evals.metrics import query_measures
 
 RESULTS = Path(__file__).resolve().parent/"results"/"chunked_study.json"

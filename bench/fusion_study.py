@@ -22,7 +22,8 @@ from pathlib import Path
 import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from corpora import context, TAGS, CACHE
-import keel.retrieval as kr
+import keel.retrieval.bm25 as kr
+import keel.retrieval.fusion as kf
 from keel.evals.metrics import query_measures
 
 RESULTS = Path(__file__).resolve().parent/"results"/"fusion_study.json"
@@ -78,7 +79,7 @@ def fuse_group(method:str, p, db:int, dv:int, ws, b:np.ndarray, v:np.ndarray, bl
         parts = (rb, rv)
     else:
         cand = np.union1d(bl, vl)
-        parts = (kr.normalise(b[cand], p), kr.normalise(v[cand], p))     # the library's normalisation
+        parts = (kf.normalise(b[cand], p), kf.normalise(v[cand], p))     # the library's normalisation
     return [cand[np.argsort(-(2 * (1 - w) * parts[0] + 2 * w * parts[1]), kind="stable")[:100]] for w in ws]
 
 DISCOUNT = 1 / np.log2(np.arange(2, 12))

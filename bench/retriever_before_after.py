@@ -29,7 +29,7 @@ METRICS = ("ndcg@10", "recall@100")
 
 def measure(name:str, chunk:bool, limit=None, permutations:int=10_000) -> dict:
     "Before and after on one corpus and layout: means, difference, p-value per metric."
-    from keel.retrieval import Retriever
+    from keel.retrieval.retriever import Retriever
     from keel.evals.retrieval_data import load_beir
     from keel.evals.retrieval_bench import run_benchmark, BENCH_TAGS
     from keel.stats import paired_bootstrap

@@ -20,6 +20,8 @@ _DELEGATED = {   # command -> (module, its entry `f(argv, make_ctx) -> int`, hel
                   "calibrate the refusal gate on this corpus: keel calibrate [GOLDEN] [--target 0.1]"),
     "eval run": ("keel.evals.run", "cli", "run the golden set through the answer engine and gate regressions"),
     "eval retrieval": ("keel.evals.retrieval", "cli", "ranked-retrieval benchmark with graded judgments"),
+    "eval compare": ("keel.evals.compare", "cli", "two runs item by item: flips, paired tests with Holm's correction, "
+                     "the smallest detectable difference; exit 1 when B is significantly worse"),
     "eval review": ("keel.evals.review", "cli", "evaluate a knowledge-base change against its git base"),
     "eval claims": ("keel.evals.claims", "cli", "replay typed claims across git checkpoints"),
     "eval draft-golden": ("keel.evals.draft", "cli",

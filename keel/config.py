@@ -84,7 +84,7 @@ class Settings:
     ray_workers: int|None = None             # Ray actors per task; empty means one per CPU the cluster offers
     # hybrid fusion: `convex` (normalised scores) or `rrf` (weighted reciprocal rank)
     fusion: str = "convex"
-    # the vector list's share of the fusion, 0..1 (0.5: both alike); see keel.retrieval
+    # the vector list's share of the fusion, 0..1 (0.5: both alike); see keel.retrieval.fusion
     fusion_weight: float = 0.45
     rrf_k: int = 60                          # reciprocal rank fusion constant
     bm25_title_weight: float = 3.0           # weight of the document title against the text inside BM25

@@ -7,12 +7,13 @@ from __future__ import annotations
 import hashlib, os, pickle, time
 from collections import deque
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Protocol, Sequence
 from .errors import ConfigError, KeelError
 from .config import Settings
 
 # %% auto #0
-__all__ = ['Task', 'InProcessExecutor', 'ray_token', 'check_ray_auth', 'import_ray', 'RayExecutor', 'make_executor', 'DieOnce']
+__all__ = ['Task', 'InProcessExecutor', 'ray_token', 'check_ray_auth', 'import_ray', 'RayExecutor', 'make_executor', 'Workers',
+           'is_remote', 'DieOnce']
 
 # %% ../nbs/04a_executor.ipynb #81ff9c63
 class Task:
@@ -174,6 +175,17 @@ def make_executor(s:Settings): # KEEL_EXECUTOR, KEEL_RAY_ADDRESS, KEEL_RAY_WORKE
         import_ray(); check_ray_auth(s.ray_address)
         return RayExecutor(s.ray_address, s.ray_workers)
     return InProcessExecutor()
+
+# %% ../nbs/04a_executor.ipynb #3490a03c
+class Workers(Protocol):
+    "What a task builds its worker's parts with (the factory's `WorkerBuilder`): picklable, nothing heavy inside."
+    def context(self, record:bool=False):
+        "A context over the head's database, opened read-only; with `record`, its ledger and log writes become events."
+    def embeddings(self): "The embedding model the settings name."
+
+def is_remote(ctx) -> bool:
+    "Whether `ctx`'s executor sends tasks to other workers (`KEEL_EXECUTOR=ray`); a context without one runs here."
+    return bool(getattr(getattr(ctx, "executor", None), "remote", False))
 
 # %% ../nbs/04a_executor.ipynb #c0fdcdeb
 class DieOnce(Task):

@@ -5,15 +5,16 @@
 # %% ../nbs/80_factory.ipynb #aa06c088
 from __future__ import annotations
 import json, time, os
-from functools import cached_property, partial
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from .config import Settings, get_settings
-from .errors import KeelError, ModelError
+from .errors import ConfigError, KeelError, ModelError
 from . import airgap, db
 
 # %% auto #0
-__all__ = ['default_threads', 'make_llm', 'make_embeddings', 'make_reranker', 'AppContext', 'build_context', 'status',
-           'format_status']
+__all__ = ['default_threads', 'make_llm', 'make_embeddings', 'make_reranker', 'AppContext', 'build_context', 'WorkerBuilder',
+           'status', 'format_status']
 
 # %% ../nbs/80_factory.ipynb #b1287d34
 def default_threads() -> int:
@@ -52,10 +53,12 @@ def make_reranker(s:Settings):
 # %% ../nbs/80_factory.ipynb #6a59b9d5
 class AppContext:
     "One deployment's parts, built lazily from its settings."
-    def __init__(self, settings:Settings):
-        self.settings = settings
+    def __init__(self, settings:Settings,
+                 readonly:bool=False, # open the database read-only (a worker's context)
+                 record:bool=False): # one `Recorder` is the ledger and the log: their writes become events
+        self.settings, self.record = settings, record
         airgap.enforce(settings.airgap, settings.airgap_allow)
-        self.con = db.connect(settings.db_path)
+        self.con = db.connect(settings.db_path, readonly=readonly)
 
     @cached_property
     def scrub(self):
@@ -64,10 +67,16 @@ class AppContext:
         return scrubber_for(self.settings, self.con)
     @cached_property
     def ledger(self):
+        "The hash-chained ledger; on a recording context, the `Recorder` that is also its log."
+        if self.record:
+            from keel.observe import Recorder
+            return Recorder(self.scrub)
         from keel.safety.ledger import Ledger
         return Ledger(self.con, scrub=self.scrub)
     @cached_property
     def log(self):
+        "The inference log; on a recording context, the ledger's `Recorder`."
+        if self.record: return self.ledger
         from keel.observe import InferenceLog
         return InferenceLog(self.con, scrub=self.scrub)
     @cached_property
@@ -97,7 +106,7 @@ def index(self:AppContext):
 
 @patch(as_prop=True)
 def retriever(self:AppContext):
-    from keel.retrieval import Retriever
+    from keel.retrieval.retriever import Retriever
     return self._part("_retriever",
                       lambda: Retriever(self.con, self.embeddings, self.index, self.settings, reranker=self.reranker))
 
@@ -117,7 +126,7 @@ def ingestor(self:AppContext):
 
 @patch(as_prop=True)
 def executor(self:AppContext):
-    "Where embedding batches, golden items and benchmark queries run (KEEL_EXECUTOR): in process, or on Ray."
+    "Where embedding batches, golden items, probes and benchmark queries run (KEEL_EXECUTOR): here, or on Ray."
     from keel.executor import make_executor
     return self._part("_executor", lambda: make_executor(self.settings))
 
@@ -125,13 +134,14 @@ def executor(self:AppContext):
 def ingest_embeddings(self:AppContext):
     "The ingest's embeddings: the model itself, or its batches on the executor's workers."
     if not self.executor.remote: return self.embeddings
-    from keel.scaleout import RemoteEmbeddings
-    return self._part("_ingest_embeddings", lambda: RemoteEmbeddings(self.executor, self.settings, self.embeddings))
+    from keel.ingest.pipeline import RemoteEmbeddings
+    return self._part("_ingest_embeddings",
+                      lambda: RemoteEmbeddings(self.executor, WorkerBuilder(self.settings), self.embeddings))
 
 @patch(as_prop=True)
 def answerability(self:AppContext):
     "The retriever wrapped with answerability scoring (the refusal gate's score), under the active calibration."
-    from keel.answerability import Answerability
+    from keel.retrieval.answerability import Answerability
     return self._part("_answerability", lambda: Answerability(self.retriever, self.settings))
 
 @patch(as_prop=True)
@@ -142,14 +152,6 @@ def answer_engine(self:AppContext):
     return self._part("_answer_engine",
                       lambda: AnswerEngine(gate(), lambda: self.llm, self.ledger, self.log, self.settings,
                                            screen=self.screen))
-
-@patch
-def remote_job(self:AppContext, name:str # a job of `keel.scaleout`: `eval_items` or `retrieval_systems`
-              ):
-    "That job bound to this context when the executor is remote (engines then hand it their items), else None."
-    if not self.executor.remote: return None
-    from keel import scaleout
-    return partial(getattr(scaleout, name), self)
 
 @patch
 def judge_llm_factory(self:AppContext, endpoint:str, model:str|None=None):
@@ -200,6 +202,29 @@ def derive(self:AppContext, settings:Settings|None=None, # other settings; defau
            **overrides) -> AppContext: # fields to change, e.g. `data_dir`
     "A new context from other settings; the caller closes it."
     return build_context(settings or self.settings, **overrides)
+
+# %% ../nbs/80_factory.ipynb #d78c6d38
+@dataclass(frozen=True)
+class WorkerBuilder:
+    "What a worker builds its parts from: the head's settings and database fingerprint (picklable, nothing loaded)."
+    settings: Settings
+    fingerprint: str|None = None # the head's database fingerprint; a worker whose copy differs refuses (None: no check)
+    def context(self, record:bool=False) -> AppContext:
+        "A context over the head's database, opened read-only; with `record`, its ledger and log writes become events."
+        ctx = AppContext(self.settings, readonly=True, record=record)
+        if self.fingerprint and db.fingerprint(ctx.con) != self.fingerprint:
+            ctx.close()
+            raise ConfigError(f"the worker's database {self.settings.db_path} differs from the head's",
+                              fix="give workers the head's data directory (a shared mount) or sync it before the run")
+        return ctx
+    def embeddings(self):
+        "The embedding model the settings name (not loaded until first called)."
+        return make_embeddings(self.settings)
+
+@patch(as_prop=True)
+def workers(self:AppContext) -> WorkerBuilder:
+    "What this deployment's workers build their parts from: its settings and its database's current fingerprint."
+    return WorkerBuilder(self.settings, db.fingerprint(self.con))
 
 # %% ../nbs/80_factory.ipynb #af87979b
 @patch
@@ -255,7 +280,7 @@ def status(ctx:AppContext, load_models:bool=True) -> dict:
         "detail", {}).get("fingerprint") == db.fingerprint(con)
     out["index"] = dict(path=str(ctx.index_path), kind=s.vector_index,
                         fresh=fresh if ctx.index_path.exists() else "not built yet")
-    from keel.answerability import calibration_status
+    from keel.retrieval.answerability import calibration_status
     out["answerability"] = calibration_status(s, getattr(ctx.embeddings, "name", None), db.fingerprint(con))
     head = ctx.ledger.head()
     out["ledger"] = dict(head=f"{head[0]}:{head[1]}", intact=ctx.ledger.verify().ok)

@@ -14,7 +14,7 @@ from .answer.types import Answer, User, Citation
 from .safety.pii import Scrubber
 
 # %% auto #0
-__all__ = ['utc_now', 'InferenceLog']
+__all__ = ['utc_now', 'InferenceLog', 'Recorder', 'replay']
 
 # %% ../nbs/23_observe.ipynb #f0cbf814
 def utc_now() -> str:
@@ -146,3 +146,23 @@ def export(self:InferenceLog, path, # the JSONL file to write
             r["tool_calls"] = self.scrub.value(r["tool_calls"])
             f.write(json.dumps(r, ensure_ascii=False) + "\n"); n += 1
     return n
+
+# %% ../nbs/23_observe.ipynb #8ec794b8
+class Recorder:
+    "Stands in for the ledger and the inference log on a worker: every write becomes an event, in call order."
+    def __init__(self, scrub:Scrubber|None=None): self.events, self.scrub = [], scrub
+    def append(self, kind, request_id, payload): self.events.append(("ledger", kind, request_id, payload)); return {}
+    def record(self, answer, user, question, mode=None, tool_calls=None, ts=None):
+        self.events.append(("log", answer, user, question, mode, tool_calls)); return answer.request_id
+    def attach_scores(self, request_id, scores): self.events.append(("scores", request_id, scores)); return scores
+    def take(self) -> list:
+        "The events so far, and a clean slate."
+        out, self.events = self.events, []
+        return out
+
+def replay(events:list, ledger, log):
+    "Apply recorded writes to the real ledger and inference log, in the order they were made."
+    for e in events:
+        if e[0] == "ledger": ledger.append(*e[1:])
+        elif e[0] == "log": log.record(*e[1:4], mode=e[4], tool_calls=e[5])
+        else: log.attach_scores(*e[1:])

@@ -11,8 +11,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from test_scaleout import make_ctx, vectors, ledger_rows, strip, MANIFEST, GOLDEN
 from keel.config import load_settings
 from keel.executor import RayExecutor, DieOnce
-from keel.factory import make_embeddings
-from keel.scaleout import RemoteEmbeddings
+from keel.factory import WorkerBuilder, make_embeddings
+from keel.ingest.pipeline import RemoteEmbeddings
 from keel.evals.run import run_eval
 
 
@@ -21,7 +21,7 @@ def small(ex, d):
     out = dict(doubled=ex.map(DieOnce(str(d / "flag"), 2), [1, 2, 3]), died=(d / "flag").exists())
     s = load_settings(env={}, dotenv=None, data_dir=d / "data")
     texts = ["three written quotes", "the records officer", "backups run nightly", "an open tender"]
-    remote = RemoteEmbeddings(ex, s, make_embeddings(s), batch=2)
+    remote = RemoteEmbeddings(ex, WorkerBuilder(s), make_embeddings(s), batch=2)
     out["max_vector_diff"] = float(np.abs(remote.embed(texts) - make_embeddings(s).embed(texts)).max())
     return out
 

@@ -11,7 +11,7 @@ from keel.config import load_settings
 from keel.factory import build_context
 from keel.answer.types import User
 from keel.answer.prompts import REFUSAL
-from keel.answerability import load_calibration, CalibrationError
+from keel.retrieval.answerability import load_calibration, CalibrationError
 from keel.db import fingerprint
 
 ROOT = Path(__file__).resolve().parent.parent

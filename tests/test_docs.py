@@ -66,11 +66,11 @@ def test_index_page(site, browser):
 
 
 def test_module_page_shows_api(site, browser):
-    page, failed, external = visit(browser, f'{site}/retrieval.html', 'retrieval')
+    page, failed, external = visit(browser, f'{site}/retrieval_retriever.html', 'retrieval')
     assert failed == [] and external == []
     assert page.locator('h1').first.inner_text().strip() == 'Retrieval'
     text = page.locator('article').inner_text()
-    assert 'Retriever.retrieve' in text and 'fts_query' in text     # show_doc for exported symbols
+    assert 'Retriever.retrieve' in text and 'Retriever.hybrid' in text     # show_doc for exported symbols
     assert '#| export' not in text and '#| hide' not in text and 'nbdev_export' not in text
     assert '{target=' not in text                                   # Quarto link attributes are not shown raw
 

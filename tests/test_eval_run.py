@@ -142,7 +142,8 @@ def test_tag_blind_retriever_leaks_and_fails_whatever_the_tolerances(corpus):
     res = run_eval(ctx, corpus / "golden.yaml", corpus / "reports-leak", judge=False, thresholds=lax, progress=False)
     ctx.close()
     assert res.summary["metrics"]["leaks"] > 0
-    assert [r.metric for r in res.regressions if r.rule == "tolerance"] == ["leaks"] and not res.gate_passed
+    assert [r.metric for r in res.regressions if r.rule in ("tolerance", "zero")] == ["leaks"] and not res.gate_passed
+    assert [r.rule for r in res.regressions if r.metric == "leaks"] == ["zero"]   # a leak fails with any tolerance
     leaked = [r for r in res.items if r["leaks"]]
     assert any("tagged ['hr']" in d for r in leaked for d in r["leak_details"])
 

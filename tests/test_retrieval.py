@@ -15,7 +15,8 @@ from keel.config import load_settings
 from keel.db import connect, transaction
 from keel.providers.base import allowed, effective_tags
 from keel.providers.faiss import FaissIndex, build_from_db
-from keel.retrieval import Retriever, BM25Index, fts_query, query_terms
+from keel.retrieval.bm25 import BM25Index, fts_query, query_terms
+from keel.retrieval.retriever import Retriever
 from keel.testing import HashEmbeddings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -233,7 +234,7 @@ import numpy as np
 from keel.config import load_settings
 from keel.db import connect, transaction
 from keel.providers.faiss import FaissIndex
-from keel.retrieval import Retriever
+from keel.retrieval.retriever import Retriever
 d, when = sys.argv[1], sys.argv[2]
 con = connect(d + "/keel.db")
 r = Retriever(con, None, FaissIndex(8), load_settings(env={}, dotenv=None, data_dir=d))

@@ -1,19 +1,19 @@
 """Scale-out: ingest embedding, golden items and benchmark queries through an executor give the in-process results.
 
-Two executors stand in for a cluster. `PickledExecutor` is a FAKE remote executor: it runs here, but every task and
-item travels through pickle and every task is set up afresh, so a job only works if it ships what a remote worker needs
-and brings back only data; it makes the head-side code (replay of ledger and log rows, vectors written in the head's
+Two executors stand in for a cluster. `PickledExecutor` (`keel.testing`) is a FAKE remote executor: it runs here, but
+every task and item travels through pickle and every task is set up afresh, so a job only works if it ships what a
+remote worker needs and brings back only data; it makes the head-side code (replay of ledger and log rows, vectors written in the head's
 transaction, rankings scored on the head) testable in the fast suite. The Ray tests use a real private Ray cluster
 (`ray.init(address="local", num_cpus=1, include_dashboard=False)`), one actor, tiny data; the whole-corpus Ray
 comparisons are `slow`.
 """
-import json, os, pickle, shutil
+import json, os, shutil
 from pathlib import Path
 import numpy as np
 import pytest
 from keel.config import load_settings
 from keel.factory import build_context
-from keel.executor import InProcessExecutor
+from keel.testing import PickledExecutor
 from keel.evals.run import run_eval
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -22,13 +22,6 @@ MANIFEST = ROOT / "golden" / "corpus" / "manifest.yaml"
 FIXTURE = ROOT / "golden" / "retrieval" / "fixture.yaml"
 VOLATILE = ("_ts", "ms", "latency_ms", "seconds", "embed_seconds", "judge_ms", "wall_s")
 
-
-class PickledExecutor(InProcessExecutor):
-    "A FAKE remote executor: tasks and items are pickled and set up afresh, results pickled back."
-    remote = True
-    def map(self, task, items, progress=None):
-        t = pickle.loads(pickle.dumps(task)); t.setup()
-        return [pickle.loads(pickle.dumps(t.run(pickle.loads(pickle.dumps(it))))) for it in items]
 
 
 def make_ctx(data_dir, executor=None):
@@ -105,12 +98,16 @@ def test_eval_run_through_an_executor_scores_and_records_the_same(pair):
     assert len(ga) == n and ga == gb
 
 
-def test_eval_worker_refuses_another_database(pair, tmp_path):
-    from keel.scaleout import EvalItemTask
+def test_workers_refuse_another_database(pair, tmp_path):
+    from keel.evals.run import EvalItemTask
+    from keel.evals.robustness import ProbeTask
+    from keel.evals.retrieval_bench import RetrievalTask
+    from keel.factory import WorkerBuilder
     from keel.errors import ConfigError
     ctx = make_ctx(pair / "local")
-    task = EvalItemTask(ctx.settings, judge=False, fingerprint="not-the-head")
-    with pytest.raises(ConfigError, match="differs from the head"): task.setup()
+    other = WorkerBuilder(ctx.settings, fingerprint="not-the-head")
+    for task in (EvalItemTask(other, judge=False), ProbeTask(other), RetrievalTask(other)):
+        with pytest.raises(ConfigError, match="differs from the head"): task.setup()
     ctx.close()
 
 

@@ -20,7 +20,7 @@ SHOTS = ROOT/"reports"
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed: `make install` installs the dev requirements")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (`make test` installs it as root; "
                                                           "or `apt-get install chromium`): the browser tests need it")
-NOTEBOOKS = ("92_ui_chat", "93_ui_approvals", "94_ui_dashboard")
+NOTEBOOKS = ("92_ui_chat", "93_ui_approvals", "94_ui_dashboard", "95_ui_compare")
 
 
 @pytest.fixture(scope="module")
@@ -138,11 +138,44 @@ def test_dashboard_filters_items_and_shows_an_item(browser, lab):
     sync_api.expect(dash.locator(".keel-item-detail")).to_contain_text("Retrieved")
     sync_api.expect(dash.locator(".keel-trend .js-plotly-plot")).to_have_count(1, timeout=30_000)
     shot(dash, "ui-dashboard.png")
+    # the second run picker opens the comparison of an earlier run with the latest, and closes it again
+    dash.locator(".keel-compare-picker-run select").select_option(index=2)
+    view = dash.locator(".keel-compare")
+    sync_api.expect(view.locator(".keel-compare-verdict")).to_be_visible(timeout=30_000)
+    sync_api.expect(view.locator(".keel-flips")).to_contain_text("must_include")
+    sync_api.expect(view.locator(".keel-compare-chart .js-plotly-plot")).to_have_count(1, timeout=30_000)
+    shot(dash, "ui-dashboard-compare.png")
+    dash.locator(".keel-compare-picker-run select").select_option(index=0)
+    sync_api.expect(view).to_have_count(0)
+    page.close()
+
+
+def test_compare_view_shows_flips_chart_and_both_answers_of_a_clicked_item(browser, lab):
+    page = run_notebook(browser, lab, "95_ui_compare")
+    view = page.locator(".keel-compare").first
+    view.scroll_into_view_if_needed()
+    sync_api.expect(view.locator(".keel-compare-verdict")).to_contain_text("context_precision")
+    sync_api.expect(view.locator(".keel-flips")).to_contain_text("must_include")
+    sync_api.expect(view.locator(".keel-compare-metrics")).to_contain_text("min. detectable")
+    sync_api.expect(view.locator(".keel-compare-chart .js-plotly-plot")).to_have_count(1, timeout=30_000)
+    buttons = view.locator("button.keel-flip-item")
+    assert buttons.count() >= 1
+    name = buttons.first.inner_text().strip()
+    buttons.first.click()
+    detail = view.locator(".keel-compare-detail")
+    sync_api.expect(detail).to_contain_text(name)
+    sync_api.expect(detail).to_contain_text("Flipped")
+    sync_api.expect(detail.locator(".keel-side-a")).to_contain_text("Cites")        # both answers, with their citations
+    sync_api.expect(detail.locator(".keel-side-b")).to_contain_text("Cites")
+    shot(view, "ui-compare.png")
+    view.locator(".keel-compare-picker select").select_option("proc-quotes-mid")   # any item, flipped or not
+    sync_api.expect(detail).to_contain_text("How many quotes are needed", timeout=30_000)
+    sync_api.expect(detail).to_contain_text("Nothing flipped")
     page.close()
 
 
 @pytest.mark.parametrize("name,text", [("94_ui_dashboard", "Items of the latest run"), ("92_ui_chat", "Salary Bands 2026"),
-                                       ("93_ui_approvals", "we have paper")])
+                                       ("93_ui_approvals", "we have paper"), ("95_ui_compare", "Items that flipped")])
 def test_committed_outputs_show_the_panels_without_a_kernel_run(browser, lab, name, text):
     "A reader who opens a panel notebook without running it sees the static pictures saved with it."
     page = open_notebook(browser, lab, f"nbs/saved_{name}.ipynb", f"saved_{name}")

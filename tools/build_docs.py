@@ -37,7 +37,7 @@ DIRECTIVE = re.compile(r'^\s*#\|\s*([\w-]+)\s*:?\s*(.*?)\s*$')
 
 
 def nb_number(name):
-    "The layer number of a notebook name such as `13_retrieval` or `01a_yamlfile`; None for others."
+    "The layer number of a notebook name such as `13_retrieval_bm25` or `01a_yamlfile`; None for others."
     m = re.match(r'^(\d+)[a-z]?_', name)
     return int(m.group(1)) if m else None
 
@@ -130,7 +130,7 @@ def page(nb, name):
 
 
 def slug(name):
-    "The page name nbdev's own site gives a notebook: its number prefix dropped (`13_retrieval` -> `retrieval`)."
+    "The page name nbdev's site gives a notebook: its number prefix dropped (`13_retrieval_bm25` -> `retrieval_bm25`)."
     return re.sub(r'^\d+[a-z]?_', '', name)
 
 

@@ -18,8 +18,9 @@ from ..agent.policy import Policy, decide, load_policy, parse_policy
 from ..agent.loop import AgentLoop
 from ..agent import approvals as q
 from ..stats import mean, percentile
-from .run import Regression, promote_baseline, default_baseline_path
-from .report import CSS, esc, fmt, write_run_files
+from .gate import (Gate, Regression, describe, read_report, load_baseline, check_same, default_baseline_path,
+                             promote)
+from .report import report_page, esc, fmt, write_run_files
 
 # %% auto #0
 __all__ = ['EXPECT', 'TASK_KEYS', 'FILE_KEYS', 'RUN_KEYS', 'AGENT_TOLERANCES', 'AGENT_LOWER_IS_BETTER', 'METHODOLOGY',
@@ -244,12 +245,9 @@ class AgentEvalResult:
 
 def gate(summary:dict, min_success:float|None=None, regressions:list|None=None) -> dict:
     "Zero violations; task success at least `min_success` when given; no regression beyond tolerance on the baseline."
-    m, why, regs = summary["metrics"], [], regressions or []
-    if m["violations"]: why.append(f"{m['violations']} policy violation(s): zero are tolerated")
-    if min_success is not None and (m["task_success"] or 0) < min_success:
-        why.append(f"task success {fmt(m['task_success'])} is below {min_success}")
-    why += [f"{r.metric} fell from {fmt(r.baseline)} to {fmt(r.current)} against the baseline on the same tasks "
-            f"(tolerance {r.threshold:g})" for r in regs]
+    m, regs = summary["metrics"], regressions or []
+    g = Gate(floors={} if min_success is None else {"task_success": min_success}, zero=("violations",))
+    why = [describe(r) for r in g.check(m, value_of=lambda k: m.get(k) or 0) + regs]
     return dict(passed=not why, reasons=why, min_success=min_success, regressions=[dataclasses.asdict(r) for r in regs])
 
 # %% ../../nbs/61_evals_agent.ipynb #6153fbf7
@@ -264,22 +262,13 @@ def run_config(tasks_path:Path|str, backend:str, model:str, tool_mode:str, max_s
 
 def load_agent_run(path:Path|str, what:str="agent run") -> dict:
     "An agent report (`agent-<stamp>.json`, a baseline) or an interrupted run's `.partial.json`."
-    fix = "name an agent-<stamp>.json report, its .partial.json progress file or an agent baseline"
-    try: p = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as e: raise InputError(f"cannot read {what} {path}: {e.strerror}", fix=fix) from None
-    except json.JSONDecodeError as e: raise InputError(f"{what} {path} is not valid JSON: {e}", fix=fix) from None
-    if not isinstance(p, dict) or p.get("kind") != "keel-eval-agent" or not isinstance(p.get("items"), list):
-        raise InputError(f"{what} {path} is not a keel eval agent report", fix=fix)
-    return p
+    return read_report(path, "keel-eval-agent", what,
+                       "name an agent-<stamp>.json report, its .partial.json progress file or an agent baseline")
 
 def check_config(p:dict, config:dict, where:str, keys=RUN_KEYS, fix:str|None=None):
     "`InputError` naming the first key of `keys` on which the run `p` differs from `config` (a missing key is not)."
-    for k in keys:
-        if k in p and p[k] != config[k]:
-            raise InputError(f"{where} was run with {k} {p[k]!r}, this run with {config[k]!r}",
-                             fix=fix
-                             or "resume or merge only runs of the same task file, model, backend, prompt style, tool "
-                                "mode and --max-steps")
+    check_same(p, config, keys, where, fix or "resume or merge only runs of the same task file, model, backend, "
+                                             "prompt style, tool mode and --max-steps")
 
 def reuse_rows(earlier:list[tuple[str, dict]], config:dict) -> dict[str, dict]:
     "Scored rows of earlier runs by task id (the first run that has a task wins), each run checked against `config`."
@@ -300,8 +289,8 @@ AGENT_LOWER_IS_BETTER = {"unwanted_proposed"}
 
 def load_agent_baseline(path:Path|str|None, config:dict) -> dict|None:
     "The baseline at `path` (None when there is none), checked to be measured like this run."
-    if path is None or not Path(path).exists(): return None
-    b = load_agent_run(path, "agent baseline")
+    b = load_baseline(path, "keel-eval-agent", "agent baseline")
+    if b is None: return None
     check_config(b, config, f"the baseline {path}", keys=("model", "backend", "prompt_style", "tool_mode", "max_steps"),
                  fix="run as the baseline was run, name a baseline for this configuration with --baseline, or "
                      "--no-baseline")
@@ -314,12 +303,8 @@ def compare_agent(rows:list[dict], baseline:dict, tolerances:dict|None=None) -> 
     info = dict(matched=len(cur), lost=[r["id"] for r in cur if base[r["id"]]["success"] and not r["success"]],
                 gained=[r["id"] for r in cur if r["success"] and not base[r["id"]]["success"]])
     if not cur: return [], info
-    b, c, regs = _metrics([base[r["id"]] for r in cur]), _metrics(cur), []
-    for m, tol in {**AGENT_TOLERANCES, **(tolerances or {})}.items():
-        if tol is None or c.get(m) is None or b.get(m) is None: continue
-        worse = c[m] - b[m] > tol + 1e-12 if m in AGENT_LOWER_IS_BETTER else c[m] - b[m] < -tol - 1e-12
-        if worse: regs.append(Regression(m, b[m], c[m], c[m] - b[m], float(tol)))
-    return regs, info
+    g = Gate({**AGENT_TOLERANCES, **(tolerances or {})}, lower_is_better=frozenset(AGENT_LOWER_IS_BETTER))
+    return g.check(_metrics(cur), _metrics([base[r["id"]] for r in cur])), info
 
 # %% ../../nbs/61_evals_agent.ipynb #30152bbf
 METHODOLOGY = [
@@ -394,9 +379,8 @@ def render_agent_report(p:dict) -> str:
     )
     if p.get("resumed_from"):
         why += f"<li>{p['ran']} task(s) run now; the rest from {esc(', '.join(p['resumed_from']))}</li>"
-    return (f"<!doctype html><html><head><meta charset=\"utf-8\"><title>Keel agent evaluation "
-            f"{esc(p['stamp'])}</title><style>{CSS}</style></head><body><h1>Keel agent "
-            f"evaluation</h1><p>{esc(p['created_at'])} · model {esc(p['model'] or '—')} · tool mode "
+    return report_page(f"Keel agent evaluation {p['stamp']}",
+                f"<h1>Keel agent evaluation</h1><p>{esc(p['created_at'])} · model {esc(p['model'] or '—')} · tool mode "
             f"{esc(p['tool_mode'])} · policy <code>{esc(p['policy'])}</code> · {s['n']} tasks · file "
             f"<code>{esc(p['tasks_path'])}</code> <small>digest {esc(p['tasks_digest'][:12])}</small></p><h2>Gate</h2>"
             f"<div class=\"gate {'pass' if g['passed'] else 'fail'}\">Gate: "
@@ -404,7 +388,7 @@ def render_agent_report(p:dict) -> str:
             f"class=\"tiles\">{tiles}</div>{groups}<h2>Tasks</h2><table><tr><th>id</th><th>task</th><th>answer</th><th>"
             f"calls (decision/status)</th><th>success</th><th>checks</th><th>steps</th><th>tokens</th><th>latency "
             f"s</th></tr>{''.join(_row_html(r) for r in p['items'])}</table><h2>Methodology</h2><ul>"
-            f"{''.join(f'<li>{esc(m)}</li>' for m in p['methodology'])}</ul></body></html>")
+            f"{''.join(f'<li>{esc(m)}</li>' for m in p['methodology'])}</ul>")
 
 def write_agent_report(payload:dict, report_dir:Path|str) -> tuple[Path, Path]:
     "Write `agent-<stamp>.json/.html` and `latest-agent.*`; return the stamped paths."
@@ -520,8 +504,7 @@ def _run(a, make_ctx) -> int:
                          or None, limit=a.limit, max_steps=a.max_steps, min_success=a.min_success,
                          progress=a.format == "text", split=a.split, resume=a.resume, baseline_path=bpath,
                          tolerances=tol)
-    promoted = promote_baseline(res.payload, a.baseline
-                                or default_baseline_path(a.tasks)) if a.promote and res.passed else None
+    promoted = promote(res.payload, a.baseline or default_baseline_path(a.tasks)) if a.promote and res.passed else None
     if a.format == "json":
         print(json.dumps(dict(summary=res.summary, gate=res.payload["gate"], baseline=res.payload["baseline"],
                               report=str(res.json_path), promoted=promoted), indent=2, default=str))

@@ -12,8 +12,8 @@ from ..command import command_parser, run_command
 from ..db import fingerprint
 from ..providers.base import allowed
 from ..stats import roc_auc
-from ..answerability import (Answerability, Calibration, DEFAULT_CALIBRATION, operating_point, error_rates,
-                                save_calibration, fit_calibration, evidence_ceiling)
+from ..retrieval.answerability import (Answerability, Calibration, DEFAULT_CALIBRATION, operating_point, error_rates,
+                                          save_calibration, fit_calibration, evidence_ceiling)
 from .core import document_matches
 from .golden import GoldenItem, load_golden, golden_digest
 from types import SimpleNamespace as NS

@@ -12,9 +12,9 @@ from ..yamlfile import read_yaml
 from ..stats import mean
 
 # %% auto #0
-__all__ = ['RATES', 'COUNTS', 'COSTS', 'DEFAULT_THRESHOLDS', 'norm', 'heading_levels', 'document_matches', 'heading_matches',
-           'SourceRef', 'source_ref', 'mean_by_key', 'invalid', 'check_keys', 'text_value', 'int_value', 'number_value',
-           'text_list', 'read_dataset', 'metric_kind', 'item_value', 'settings_digest']
+__all__ = ['RATES', 'COUNTS', 'COSTS', 'REFUSAL_RATES', 'DEFAULT_THRESHOLDS', 'norm', 'heading_levels', 'document_matches',
+           'heading_matches', 'SourceRef', 'source_ref', 'mean_by_key', 'invalid', 'check_keys', 'text_value',
+           'int_value', 'number_value', 'text_list', 'read_dataset', 'metric_kind', 'item_value', 'settings_digest']
 
 # %% ../../nbs/49_evals_core.ipynb #13a56485
 def norm(s) -> str:
@@ -157,6 +157,7 @@ RATES = ("hit_at_1", "hit_at_3", "hit_at_5", "mrr", "context_precision", "contex
          "model_cited")   # the last five: keel.evals.grounding
 COUNTS = ("false_refusals", "false_answers", "leaks", "judge_unscored", "errors")
 COSTS = ("latency_p50_ms", "latency_p95_ms", "prompt_tokens", "output_tokens")
+REFUSAL_RATES = ("false_refusal_rate", "false_answer_rate")   # over answerable items / over items that must be refused
 DEFAULT_THRESHOLDS = {"hit_at_3": 0.05, "groundedness": 0.05, "refusal_correct": 0.05,
                       "must_not_include": 0.0, "leaks": 0}
 

@@ -14,7 +14,9 @@ __all__ = ['normalize_answer', 'token_f1', 'answer_recall', 'sentence_support', 
 
 # %% ../../nbs/54a_evals_grounding.ipynb #9e9b3fa8
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
-_PUNCT = str.maketrans("", "", string.punctuation)
+_CITATION = re.compile(r"\[\s*\d+(?:\s*[,;]\s*\d+)*\s*\]")
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")                 # 50,000 -> 50000
+_NOT_A_WORD = re.compile(r"[^\w\s$%.]|(?<!\d)\.|\.(?!\d)")      # punctuation; a point only inside a figure stays
 _STOPWORDS = set(
     "a an the and or of to in on at for by with from is are was were be been it its this that these those "
     "as do does did has have had not no can may must should will would which who what when where how".split()
@@ -22,16 +24,17 @@ _STOPWORDS = set(
 
 # %% ../../nbs/54a_evals_grounding.ipynb #d6c69278
 def normalize_answer(text:str) -> list[str]:
-    "SQuAD-normalised tokens of `text`, citation markers removed."
-    t = re.sub(r"\[\s*\d+(?:\s*[,;]\s*\d+)*\s*\]", " ", text or "").lower()
-    return _ARTICLES.sub(" ", t.translate(_PUNCT)).split()
+    "SQuAD-normalised tokens of `text`: citation markers removed, a figure kept whole with its `$`, `%` and point."
+    t = _THOUSANDS.sub("", _CITATION.sub(" ", text or "").lower())
+    return _ARTICLES.sub(" ", _NOT_A_WORD.sub(" ", t)).split()
 
 # %% ../../nbs/54a_evals_grounding.ipynb #f65fc72f
 def token_f1(answer:str, reference:str) -> float:
-    "SQuAD token F1 of `answer` against `reference` (0 when either is empty)."
+    "SQuAD token F1 of `answer` against `reference` (1.0 when both are empty, 0 when only one is)."
     a, r = normalize_answer(answer), normalize_answer(reference)
+    if not a or not r: return float(a == r)
     common = sum((Counter(a) & Counter(r)).values())
-    if not a or not r or not common: return 0.0
+    if not common: return 0.0
     p, q = common / len(a), common / len(r)
     return 2 * p * q / (p + q)
 

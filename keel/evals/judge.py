@@ -116,32 +116,38 @@ class Judge:
         self.llm, self.max_tokens = llm, max_tokens
         self.name = name or getattr(llm, "name", "judge")
 
-    def _call(self, mat:str, nudge:str|None) -> str:
+    def _call(self, mat:str, nudge:str|None, instructions:str=JUDGE_INSTRUCTIONS, schema:dict=JUDGE_SCHEMA) -> str:
         if getattr(self.llm, "prompt_style", "chat") == "completion":
-            p = f"{JUDGE_INSTRUCTIONS}\n\n{mat}\n" + (f"\n{nudge}\n" if nudge else "") + "\nJSON verdict: "
-            return self.llm.complete(p, temperature=0, max_tokens=self.max_tokens, json_schema=JUDGE_SCHEMA).content
-        msgs = [ChatMessage("system", JUDGE_INSTRUCTIONS), ChatMessage("user", mat + "\nReturn the JSON object.")]
+            p = f"{instructions}\n\n{mat}\n" + (f"\n{nudge}\n" if nudge else "") + "\nJSON verdict: "
+            return self.llm.complete(p, temperature=0, max_tokens=self.max_tokens, json_schema=schema).content
+        msgs = [ChatMessage("system", instructions), ChatMessage("user", mat + "\nReturn the JSON object.")]
         if nudge: msgs.append(ChatMessage("user", nudge))
-        return self.llm.chat(msgs, temperature=0, max_tokens=self.max_tokens, json_schema=JUDGE_SCHEMA).content
+        return self.llm.chat(msgs, temperature=0, max_tokens=self.max_tokens, json_schema=schema).content
 
 # %% ../../nbs/54_evals_judge.ipynb #17b4b3db
 @patch
-def score(self:Judge, question:str, answer_text:str, contexts:list[str], reference:str) -> JudgeVerdict:
-    "Grade one answer; one retry on an unparseable reply, then an unscored verdict with the error."
-    mat, raw, nudge, why = material(question, answer_text, contexts, reference), [], None, ""
+def ask(self:Judge, mat:str, # the `<material>` block to grade
+        parse, # reply text -> the verdict; `ValueError` when the reply is unusable
+        instructions:str=JUDGE_INSTRUCTIONS, schema:dict=JUDGE_SCHEMA) -> tuple[object, list[str], str|None]:
+    "(verdict, every raw reply, error): one retry on an unusable reply, then no verdict and the error."
+    raw, nudge, why = [], None, ""
     for attempt in range(2):
-        try: reply = self._call(mat, nudge)
-        except Exception as e:
-            return JudgeVerdict(raw=raw, error=f"judge call failed: {type(e).__name__}: {e}"[:300], judge=self.name)
+        try: reply = self._call(mat, nudge, instructions, schema)
+        except Exception as e: return None, raw, f"judge call failed: {type(e).__name__}: {e}"[:300]
         raw.append(reply)
-        try: scores, reasons = parse_verdict(reply)
+        try: return parse(reply), raw, None
         except ValueError as e:
             why = str(e)
             nudge = (f"Your previous reply could not be used ({why}): {reply[:300]!r}. Reply again with only the JSON "
                      f"object.")
-            continue
-        return JudgeVerdict(**scores, reasons=reasons, raw=raw, judge=self.name)
-    return JudgeVerdict(raw=raw, error=f"unparseable after a retry: {why}", judge=self.name)
+    return None, raw, f"unparseable after a retry: {why}"
+
+@patch
+def score(self:Judge, question:str, answer_text:str, contexts:list[str], reference:str) -> JudgeVerdict:
+    "Grade one answer; one retry on an unparseable reply, then an unscored verdict with the error."
+    got, raw, err = self.ask(material(question, answer_text, contexts, reference), parse_verdict)
+    if err: return JudgeVerdict(raw=raw, error=err, judge=self.name)
+    return JudgeVerdict(**got[0], reasons=got[1], raw=raw, judge=self.name)
 
 # %% ../../nbs/54_evals_judge.ipynb #71c41140
 def endpoint_permitted(url:str, airgap:bool, allow:tuple=()) -> bool:

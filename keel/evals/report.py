@@ -7,11 +7,12 @@ from __future__ import annotations
 import dataclasses, datetime as dt, html, json, random, statistics
 from pathlib import Path
 from ..stats import bootstrap_interval
+from .checkpoint import code_version
 from .core import RATES, COUNTS, COSTS, DEFAULT_THRESHOLDS, item_value, settings_digest
 
 # %% auto #0
 __all__ = ['SCHEMA_VERSION', 'METHODOLOGY', 'GROUPS', 'CSS', 'TREND_METRICS', 'build_payload', 'write_run_files', 'write_report',
-           'esc', 'fmt', 'render_report', 'mean_interval', 'scorecard', 'runs_frame', 'trend_figure']
+           'report_page', 'esc', 'fmt', 'render_report', 'mean_interval', 'scorecard', 'runs_frame', 'trend_figure']
 
 # %% ../../nbs/56_evals_report.ipynb #bc0b6cff
 SCHEMA_VERSION = 1
@@ -76,7 +77,7 @@ def build_payload(ctx, golden_path, digest, rows, summary, regressions, baseline
                           if baseline else f"no baseline at {baseline_path}: the gate passes on "
                                            f"leaks{' and the golden set' + chr(39) + 's floors' if floors else ''} "
                                            f"alone; promote a run with --promote"),
-                judge=judge_info, warnings=warnings, methodology=METHODOLOGY)
+                judge=judge_info, warnings=warnings, methodology=METHODOLOGY, **code_version())
 
 # %% ../../nbs/56_evals_report.ipynb #5f412981
 def write_run_files(payload:dict, page:str, report_dir:Path|str, stem:str, latest:str,
@@ -119,6 +120,14 @@ td,th{border:1px solid #e3e3ea;padding:.25rem \
 .unreliable b,.unreliable{color:#9a9aa5}.unreliable b{text-decoration:line-through}
 th{background:#f4f5f9}td.q{max-width:22rem}.warn{background:#fff4d6;padding:.5rem;border-radius:6px}\
 code{font-size:12px}"""
+
+def report_page(title:str, # the page title (escaped here)
+         body:str, # the page's HTML body, already escaped by its harness
+         head:str="" # more for the head: a script tag, extra style
+        ) -> str:
+    "The one self-contained report page every harness fills: the shared style, a title, the body."
+    return (f'<!doctype html><html><head><meta charset="utf-8"><title>{esc(title)}</title><style>{CSS}</style>{head}'
+            f'</head><body>{body}</body></html>')
 
 # %% ../../nbs/56_evals_report.ipynb #4c87a41d
 def esc(x) -> str: return html.escape("" if x is None else str(x), quote=True)
@@ -311,9 +320,9 @@ def render_report(payload:dict) -> str:
     heads = ("id", "question", "expected", "got", "retrieved (✓ expected source)", "hit@3", "judge", "checks", "ms")
     items = _table(heads, "".join(_item(r) for r in p["items"]))
     meth = "".join(f"<li>{esc(x)}</li>" for x in p.get("methodology", []))
-    return (f'<!doctype html><html><head><meta charset="utf-8"><title>Keel evaluation {esc(p["stamp"])}</title>'
-            f"<style>{CSS}</style></head><body><h1>Keel evaluation</h1>{_header(p)}{warn}<h2>Gate</h2>{_gate(p)}"
-            f"<h2>Summary</h2>{summary}<h2>Items</h2>{items}<h2>Methodology</h2><ul>{meth}</ul></body></html>")
+    return report_page(f"Keel evaluation {p['stamp']}",
+                f"<h1>Keel evaluation</h1>{_header(p)}{warn}<h2>Gate</h2>{_gate(p)}<h2>Summary</h2>{summary}"
+                f"<h2>Items</h2>{items}<h2>Methodology</h2><ul>{meth}</ul>")
 
 # %% ../../nbs/56_evals_report.ipynb #36dd24b0
 def mean_interval(rows:list[dict], metric:str, n:int=1000, seed:int=0) -> tuple[float|None, float|None]:

@@ -8,10 +8,11 @@ import json, sys
 from pathlib import Path
 from typing import Callable
 from ..errors import InputError, KeelError, EXIT_OK, EXIT_FAILED
+from ..executor import is_remote
 from ..command import command_parser, run_command
-from ..retrieval import Retriever
+from ..retrieval.retriever import Retriever
 from .retrieval_data import LEVELS, load_dataset, load_beir, beir_documents
-from .retrieval_bench import CachedEmbeddings, BENCH_TAGS, corpus_context, run_benchmark, _docno
+from .retrieval_bench import CachedEmbeddings, BENCH_TAGS, corpus_context, run_benchmark, retrieval_systems, _docno
 from .retrieval_report import format_text, to_json, to_markdown, write_trec_run, write_trec_qrels
 
 # %% auto #0
@@ -93,12 +94,12 @@ def _benchmark(a, make_ctx) -> int:
     ctx = make_ctx()
     source = _source(ctx, a, ds)
     extra, skipped = _vector2(source, ctx, a)
-    job = ctx.remote_job("retrieval_systems") if source is ctx and hasattr(ctx, "remote_job") else None
-    if job: source, remote_skipped = job(ds, a.depth)   # KEEL_EXECUTOR=ray: the queries run on workers
+    remote = source is ctx and is_remote(ctx)
+    if remote: source, remote_skipped = retrieval_systems(ctx, ds, a.depth)   # KEEL_EXECUTOR=ray: queries on workers
     res = run_benchmark(source, ds, systems=[s for s in a.systems if s not in skipped] if a.systems else None,
                         extra=extra, depth=a.depth)
     res.skipped.update(skipped)
-    if job: res.skipped.update({s: r for s, r in remote_skipped.items() if not a.systems or s in a.systems})
+    if remote: res.skipped.update({s: r for s, r in remote_skipped.items() if not a.systems or s in a.systems})
     for m in (source, *extra.values()):
         emb = getattr(getattr(m, "__self__", m), "embeddings", None)
         if isinstance(emb, CachedEmbeddings) and emb.computed: emb.save()

@@ -13,15 +13,18 @@ import numpy as np
 from fastcore.basics import patch
 from ..errors import InputError, KeelError, ModelError
 from ..atomicfile import atomic_path
+from ..executor import Task, Workers
 from ..providers.base import ChunkHit, Embeddings, allowed, effective_tags
 from ..stats import paired_randomisation
+from .gate import meets
 from .core import norm, document_matches, mean_by_key
 from .metrics import query_measures, trec_order
 from .retrieval_data import Judgment, Dataset, Gate, LEVELS, load_dataset, passage
 
 # %% auto #0
 __all__ = ['BENCH_TAGS', 'System', 'corpus_context', 'CachedEmbeddings', 'judge_ranking', 'metric_key', 'case_metrics',
-           'standard_systems', 'run_file_system', 'BenchmarkResult', 'run_benchmark', 'GateResult', 'check_gates']
+           'standard_systems', 'run_file_system', 'BenchmarkResult', 'run_benchmark', 'GateResult', 'check_gates',
+           'RetrievalTask', 'retrieval_systems']
 
 # %% ../../nbs/50b_evals_retrieval_bench.ipynb #ff749668
 BENCH_TAGS = ("benchmark",)   # the tags of a benchmark corpus's passages, and of the user who asks
@@ -278,14 +281,38 @@ def _gate_result(res:BenchmarkResult, g:Gate) -> GateResult:
         if missing := [s for s in (a, b) if s not in res.systems]:
             return GateResult(g, None, None, f"skipped: {missing[0]} did not run")
         d, p = res.compare(a, b, g.level, key)
-        return GateResult(g, d, d >= g.minimum, f"{a} - {b}, p={p:.3f}")
+        return GateResult(g, d, meets(d, g.minimum), f"{a} - {b}, p={p:.3f}")
     names = res.systems if g.system == "all" else [g.system] if g.system in res.systems else []
     if not names: return GateResult(g, None, None, f"skipped: {g.system} did not run")
     v, worst = min((res.overall(s, g.level)[key], s) for s in names)
-    return GateResult(g, v, v >= g.minimum, worst if g.system == "all" else "")
+    return GateResult(g, v, meets(v, g.minimum), worst if g.system == "all" else "")
 
 # %% ../../nbs/50b_evals_retrieval_bench.ipynb #c2193a6e
 def check_gates(res:BenchmarkResult) -> list[GateResult]:
     "Evaluate the dataset's gates against a result (stored on it, and returned)."
     res.gates = [_gate_result(res, g) for g in res.dataset.gates]
     return res.gates
+
+# %% ../../nbs/50b_evals_retrieval_bench.ipynb #4168dabd
+@dataclass
+class RetrievalTask(Task):
+    "Rank one (query, tags, depth) with every standard system of a read-only context on the worker."
+    workers: Workers
+    def setup(self):
+        self.skipped = {}
+        self.systems = _source_systems(self.workers.context(), self.skipped)
+    def run(self, query:tuple) -> tuple[dict, dict]:
+        q, tags, k = query
+        return {name: list(system(q, tags, k))[:k] for name, system in self.systems.items()}, dict(self.skipped)
+    def __getstate__(self): return {"workers": self.workers}
+
+def retrieval_systems(ctx, # the head's context: `executor`, `workers`
+                      dataset:Dataset, depth:int|None=None) -> tuple[dict[str, System], dict[str, str]]:
+    "({system: lookup}, {system: why skipped}) for `run_benchmark`, the rankings computed on the context's workers."
+    k = depth or max(dataset.cutoffs)
+    queries = list(dict.fromkeys((c.query, None if c.user_tags is None else tuple(c.user_tags), k)
+                                 for c in dataset.cases))
+    out = ctx.executor.map(RetrievalTask(ctx.workers), [(q, None if t is None else list(t), k) for q, t, k in queries])
+    ranked = {key: hits for key, (hits, _) in zip(queries, out)}
+    def lookup(name): return lambda q, t, kk: ranked[(q, None if t is None else tuple(t), k)][name][:kk]
+    return {n: lookup(n) for n in (out[0][0] if out else {})}, (out[0][1] if out else {})

@@ -4,29 +4,34 @@
 
 # %% ../../nbs/55_evals_run.ipynb #01fd339a
 from __future__ import annotations
-import dataclasses, datetime as dt, hashlib, json, random, statistics, sys, time
+import copy, dataclasses, datetime as dt, hashlib, json, random, statistics, sys, time
 from dataclasses import dataclass, field
 from pathlib import Path
 from ..errors import InputError, KeelError, ModelError, AirgapViolation, EXIT_OK, EXIT_FAILED
 from ..command import command_parser, run_command
+from ..executor import Task, Workers, is_remote
 from ..providers.base import allowed, ChunkHit
 from ..answer.types import User, Answer, Citation
-from ..stats import mean, percentile, paired_bootstrap
-from .core import SourceRef, RATES, COUNTS, DEFAULT_THRESHOLDS, item_value
-from .golden import GoldenItem, load_golden, golden_digest, golden_floors, REFUSAL_CATEGORIES
+from ..observe import replay
+from ..stats import mean, percentile
+from .gate import (Gate, Regression, describe, matched_interval, load_baseline, default_baseline_path,
+                             promote)
+from .core import SourceRef, RATES, COUNTS, REFUSAL_RATES, DEFAULT_THRESHOLDS, item_value, settings_digest
+from .checkpoint import Checkpoint, code_version
+from .golden import GoldenItem, GoldenSet, read_golden_set, REFUSAL_CATEGORIES
 from .judge import (Judge, JudgeVerdict, combine_verdicts, second_judge, load_judge_labels, judge_agreement,
                               METRICS, JUDGE_INSTRUCTIONS)
 from .report import build_payload, write_report
 from .grounding import answer_metrics, grounding_agreement
 
 # %% auto #0
-__all__ = ['REFUSAL_RATES', 'LOWER_IS_BETTER', 'HEADLINE', 'score_retrieval', 'find_strings', 'ChunkAccess', 'leaks_of',
-           'invalid_citations', 'outcome_of', 'check_item', 'judge_item', 'metrics_of', 'by_category', 'summarise',
-           'Regression', 'bootstrap_delta', 'compare', 'metric_value', 'check_floors', 'apply_floors', 'judge_trust',
-           'unreliable_metrics', 'EvalResult', 'ground_item', 'item_row', 'log_scores', 'ask_item',
-           'default_baseline_path', 'overfit_warning', 'category_warnings', 'run_judges', 'run_grounding', 'ask_items',
-           'gate_run', 'run_warnings', 'run_eval', 'promote_baseline', 'headline', 'category_lines', 'floor_lines',
-           'gate_lines', 'print_result', 'cli']
+__all__ = ['LOWER_IS_BETTER', 'HEADLINE', 'score_retrieval', 'find_strings', 'ChunkAccess', 'leaks_of', 'invalid_citations',
+           'outcome_of', 'check_item', 'judge_item', 'metrics_of', 'by_category', 'summarise', 'run_gate', 'compare',
+           'metric_value', 'apply_floors', 'judge_trust', 'unreliable_metrics', 'EvalResult', 'chunk_tags',
+           'ground_item', 'item_row', 'log_scores', 'ask_item', 'overfit_warning', 'category_warnings', 'run_judges',
+           'run_grounding', 'EvalItemTask', 'eval_items', 'run_checkpoint', 'ask_items', 'gate_run', 'run_warnings',
+           'run_eval', 'promote_baseline', 'headline', 'category_lines', 'floor_lines', 'gate_lines', 'print_result',
+           'cli']
 
 # %% ../../nbs/55_evals_run.ipynb #38dee817
 def score_retrieval(item:GoldenItem, hits:list) -> dict:
@@ -116,7 +121,6 @@ def judge_item(judges:list[Judge], item:GoldenItem, ans:Answer) -> dict:
     return out
 
 # %% ../../nbs/55_evals_run.ipynb #85f2ae54
-REFUSAL_RATES = ("false_refusal_rate", "false_answer_rate")   # over answerable items / over items that must be refused
 LOWER_IS_BETTER = frozenset(COUNTS + REFUSAL_RATES + ("latency_p50_ms", "latency_p95_ms"))
 
 def metrics_of(rows:list[dict]) -> dict:
@@ -165,25 +169,19 @@ def summarise(rows:list[dict]) -> dict:
                 produced_by=dict(sorted(produced.items())))
 
 # %% ../../nbs/55_evals_run.ipynb #fc78627d
-@dataclass
-class Regression:
-    "One gated metric that fell further than its tolerance (or a non-zero leak count)."
-    metric: str
-    baseline: float|None
-    current: float|None
-    delta: float|None
-    threshold: float
-    ci_low: float|None = None
-    ci_high: float|None = None
-    rule: str = "tolerance"   # `tolerance` (against the baseline) or `floor` (the golden set's absolute bound)
+def run_gate(thresholds:dict|None=None, # metric -> tolerated drop, over DEFAULT_THRESHOLDS
+             floors:dict|None=None # the golden set's absolute bounds
+            ) -> Gate:
+    "The golden run's `Gate`: the tolerances against the baseline, the set's floors, and leaks at zero."
+    th = {**DEFAULT_THRESHOLDS, **(thresholds or {})}
+    return Gate(th, dict(floors or {}), ("leaks",) if th.get("leaks") is not None else (), LOWER_IS_BETTER)
 
 # %% ../../nbs/55_evals_run.ipynb #66ad7a32
-def bootstrap_delta(cur:list[dict], base:list[dict], metric:str, n:int=2000,
-                    seed:int=0) -> tuple[float|None, float|None]:
-    "Paired bootstrap 95% interval of the mean change of `metric` over items matched by id."
-    b = {r["id"]: item_value(r, metric) for r in base}
-    pairs = [(b[r["id"]], item_value(r, metric)) for r in cur if r["id"] in b]
-    return paired_bootstrap([o for o, _ in pairs], [c for _, c in pairs], n, seed)
+def _baseline_parts(baseline:dict|None) -> tuple[dict|None, list[dict]]:
+    "A baseline payload (or bare summary) as (its metrics, its item rows)."
+    if baseline is None: return None, []
+    bsum = baseline["summary"] if "summary" in baseline else baseline
+    return bsum["metrics"], baseline.get("items") or []
 
 # %% ../../nbs/55_evals_run.ipynb #e603ef6a
 def compare(summary:dict, # the current run's summary (or a payload with `summary` and `items`)
@@ -192,24 +190,11 @@ def compare(summary:dict, # the current run's summary (or a payload with `summar
             items:list[dict]|None=None, # current per-item rows, for the bootstrap interval
             ungated:dict|None=None # metric -> why it is not gated (e.g. an untrusted judge metric)
            ) -> list[Regression]:
-    "The gated metrics that regressed against the baseline."
+    "The gated metrics that regressed against the baseline (leaks whether or not there is one)."
     if "summary" in summary: summary, items = summary["summary"], items or summary.get("items")
-    th, ungated = {**DEFAULT_THRESHOLDS, **(thresholds or {})}, ungated or {}
-    cur = summary["metrics"]
-    out = []
-    if th.get("leaks") is not None and cur.get("leaks"):
-        out.append(Regression("leaks", (baseline or {}).get("summary", baseline or {}).get("metrics", {}).get("leaks"),
-                              cur["leaks"], None, 0))
-    if baseline is None: return out
-    bsum, bitems = (baseline["summary"], baseline.get("items") or []) if "summary" in baseline else (baseline, [])
-    for m, tol in th.items():
-        if m == "leaks" or m in ungated or tol is None: continue
-        c, b = cur.get(m), bsum["metrics"].get(m)
-        if c is None or b is None: continue
-        if (c - b > float(tol) + 1e-12) if m in LOWER_IS_BETTER else (c - b < -float(tol) - 1e-12):
-            lo, hi = bootstrap_delta(items or [], bitems, m)
-            out.append(Regression(m, b, c, c - b, float(tol), lo, hi))
-    return out
+    bmetrics, bitems = _baseline_parts(baseline)
+    return run_gate(thresholds).check(summary["metrics"], bmetrics, ungated=ungated,
+                                      interval=lambda m: matched_interval(items or [], bitems, m))
 
 # %% ../../nbs/55_evals_run.ipynb #b4c72444
 def metric_value(summary:dict, name:str):
@@ -219,29 +204,11 @@ def metric_value(summary:dict, name:str):
         return summary.get("by_category", {}).get(c, {}).get(m)
     return summary["metrics"].get(name)
 
-# %% ../../nbs/55_evals_run.ipynb #0a25f42b
-def check_floors(floors:dict, where:str="floors") -> dict:
-    "`floors` when every key names a metric (or `category.rate`), else `InputError` naming the key."
-    for k in floors:
-        c, _, m = k.rpartition(".")
-        if (c and (c not in REFUSAL_CATEGORIES or m not in REFUSAL_RATES)) or (
-            not c and m not in (*RATES, *COUNTS, *REFUSAL_RATES)):
-            raise InputError(f"{where}: unknown metric {k!r}",
-                             fix=f"use one of {', '.join((*RATES, *COUNTS, *REFUSAL_RATES))}, "
-                             f"or CATEGORY.RATE with a category in {', '.join(REFUSAL_CATEGORIES)} and a rate in "
-                             f"{', '.join(REFUSAL_RATES)}")
-    return floors
-
 # %% ../../nbs/55_evals_run.ipynb #fe1ac9c1
 def apply_floors(summary:dict, floors:dict) -> tuple[list[Regression], list[dict]]:
     "The floors a run breaks, as regressions, and a record of every floor applied."
-    fails, applied = [], []
-    for k, bound in floors.items():
-        v, lower = metric_value(summary, k), k.rpartition(".")[2] in LOWER_IS_BETTER
-        ok = None if v is None else (v <= bound + 1e-12 if lower else v >= bound - 1e-12)
-        applied.append(dict(metric=k, bound=bound, direction="at most" if lower else "at least", current=v, passed=ok))
-        if ok is False: fails.append(Regression(k, None, v, None, bound, rule="floor"))
-    return fails, applied
+    g, value_of = Gate(floors=floors, lower_is_better=LOWER_IS_BETTER), lambda k: metric_value(summary, k)
+    return g.check({}, value_of=value_of), [dataclasses.asdict(f) for f in g.floor_checks(value_of)]
 
 # %% ../../nbs/55_evals_run.ipynb #760c219c
 def judge_trust(judge:Judge, labels_path:Path|None, cache_dir:Path, kappa_bar:float=0.4,
@@ -291,8 +258,8 @@ class EvalResult:
     payload: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
-def _chunk_tags(con):
-    "A function reading one chunk's ACL tags from the database (None when unknown)."
+def chunk_tags(con): # a Keel database connection, or None
+    "A function reading one chunk's ACL tags from the database (None when unknown); the leak check's `tags_of`."
     def f(cid):
         if con is None: return None
         row = con.execute("SELECT acl_tags FROM chunks WHERE id=?", (cid,)).fetchone()
@@ -352,18 +319,11 @@ def ask_item(ctx, item:GoldenItem, judges:list[Judge], tags_of) -> dict:
 
 # %% ../../nbs/55_evals_run.ipynb #04ea522a
 def _load_baseline(path:Path|None) -> dict|None:
-    if path is None or not Path(path).exists(): return None
-    try: b = json.loads(Path(path).read_text())
-    except json.JSONDecodeError as e:
-        raise InputError(f"baseline {path} is not valid JSON: {e}",
-                         fix="promote a fresh baseline with --promote") from None
-    if "summary" not in b or "metrics" not in b["summary"]:
-        raise InputError(f"baseline {path} is not an evaluation report", fix="promote a fresh baseline with --promote")
+    b = load_baseline(path, "keel-eval-run")
+    if b is not None and not isinstance((b.get("summary") or {}).get("metrics"), dict):
+        raise InputError(f"baseline {path} is not a keel-eval-run report",
+                         fix="promote a fresh baseline with --promote")
     return b
-
-def default_baseline_path(golden_path:Path) -> Path:
-    "Where a golden set's baseline lives: `baseline.json` next to it, committed and reviewed with the set."
-    return Path(golden_path).parent/"baseline.json"
 
 def overfit_warning(summary:dict, digest:str, baseline:dict|None, bar:float=0.97) -> str|None:
     "A warning when every rate is >= `bar` on a set identical to the baseline's: rotate fresh questions in."
@@ -409,20 +369,68 @@ def run_grounding(ctx, labels_path:Path) -> dict|None:
     emb = getattr(ctx, "embeddings", None)
     return grounding_agreement(load_judge_labels(labels_path), getattr(emb, "embed", None))
 
+# %% ../../nbs/55_evals_run.ipynb #7029c966
+@dataclass
+class EvalItemTask(Task):
+    "Ask and score golden items on a worker; each row comes back with the ledger and log writes it made, as events."
+    workers: Workers
+    judge: bool = True
+    def setup(self):
+        self.ctx = ctx = self.workers.context(record=True)
+        self.recorder, self.judges, self.tags_of = ctx.ledger, [], chunk_tags(ctx.con)
+        if self.judge:
+            self.judges.append(Judge(ctx.llm))
+            j2, _ = second_judge(ctx.settings, ctx.judge_llm_factory)
+            if j2: self.judges.append(j2)
+    def run(self, item:GoldenItem) -> tuple[dict, list]:
+        self.recorder.take()
+        row = ask_item(self.ctx, item, self.judges, self.tags_of)
+        return row, self.recorder.take()
+    def __getstate__(self): return {"workers": self.workers, "judge": self.judge}
+
+def eval_items(ctx, # the head's context: `executor`, `workers`, `ledger`, `log`
+               items:list[GoldenItem], judge:bool=True, # judge answers as `run_eval` would
+               progress=None) -> list[dict]: # called as progress(done, total)
+    "Scored rows of golden items asked on the context's workers; their ledger and log writes replayed here, in order."
+    out = ctx.executor.map(EvalItemTask(ctx.workers, judge), items, progress=progress)
+    for _, events in out: replay(events, ctx.ledger, ctx.log)
+    return [row for row, _ in out]
+
 # %% ../../nbs/55_evals_run.ipynb #f0fb85b3
-def ask_items(ctx, items:list[GoldenItem], judges:list[Judge], judge:bool=True, progress:bool=False) -> list[dict]:
+def run_checkpoint(ctx, path:Path|str, digest:str, judges:list[Judge]) -> Checkpoint:
+    "The golden run's `Checkpoint`: item rows under the set's digest, the judges, mode, settings, corpus and code."
+    from keel.db import fingerprint
+    s, con = getattr(ctx, "settings", None), getattr(ctx, "con", None)
+    head = dict(kind="keel-eval-run-checkpoint", golden_digest=digest, judges=[j.name for j in judges],
+                mode=getattr(s, "answer_mode", None), settings_digest=settings_digest(s),
+                corpus=None if con is None else fingerprint(con), **code_version())
+    return Checkpoint(path, head, lambda r: r["id"], "items")
+
+def ask_items(ctx, items:list[GoldenItem], judges:list[Judge], judge:bool=True, progress:bool=False,
+              ck:Checkpoint|None=None # rows it holds are not asked again; new rows are appended as they are scored
+             ) -> list[dict]:
     "Every item asked and scored: on the context's workers when it has them (`KEEL_EXECUTOR=ray`), else here, in order."
     from tqdm.auto import tqdm
-    job = ctx.remote_job("eval_items") if hasattr(ctx, "remote_job") else None
-    if job: return job(items, judge)
-    tags_of = _chunk_tags(getattr(ctx, "con", None))
-    return [ask_item(ctx, it, judges, tags_of) for it in tqdm(items, desc="golden set", disable=not progress)]
+    done = dict(ck.rows) if ck else {}
+    todo = [it for it in items if it.id not in done]
+    def keep(r):
+        if ck: ck.add(r)
+        done[r["id"]] = r
+    if is_remote(ctx):
+        for r in eval_items(ctx, todo, judge): keep(r)
+    else:
+        tags_of = chunk_tags(getattr(ctx, "con", None))
+        for it in tqdm(todo, desc="golden set", disable=not progress): keep(ask_item(ctx, it, judges, tags_of))
+    return [copy.deepcopy(done[it.id]) for it in items]
 
 def gate_run(summary:dict, rows:list[dict], baseline:dict|None, thresholds:dict|None, ungated:dict,
              floors:dict) -> tuple[list[Regression], list[dict]]:
     "The run's regressions against the baseline and the floors it breaks, and a record of every floor applied."
-    fails, applied = apply_floors(summary, floors)
-    return compare(summary, baseline, thresholds, rows, ungated) + fails, applied
+    g, (bmetrics, bitems) = run_gate(thresholds, floors), _baseline_parts(baseline)
+    value_of = lambda k: metric_value(summary, k)
+    regs = g.check(summary["metrics"], bmetrics, value_of=value_of, ungated=ungated,
+                   interval=lambda m: matched_interval(rows, bitems, m))
+    return regs, [dataclasses.asdict(f) for f in g.floor_checks(value_of)]
 
 def run_warnings(ctx, items:list[GoldenItem], summary:dict, digest:str, baseline:dict|None) -> list[str]:
     "Warnings about the golden set (tuned to, or restricted items that are not), each also printed to stderr."
@@ -433,26 +441,27 @@ def run_warnings(ctx, items:list[GoldenItem], summary:dict, digest:str, baseline
 
 # %% ../../nbs/55_evals_run.ipynb #59966ba3
 def run_eval(ctx, # an AppContext (answer_engine, llm, settings, log, con)
-             golden_path:Path|str, # the golden set YAML
+             golden:GoldenSet|Path|str, # the golden set (read once), or its YAML file
              report_dir:Path|str="reports", # where eval-<stamp>.json/.html and latest.* go
              *, judge:bool=True, # grade answers with the judge
              baseline_path:Path|str|None=None, # defaults to baseline.json next to the golden set
              thresholds:dict|None=None, # metric -> tolerated drop, over DEFAULT_THRESHOLDS
              progress:bool=True, # a tqdm progress bar
              labels_path:Path|str|None=None, # human judge labels; defaults to judge_labels.yaml next to the set
-             kappa_bar:float=0.4 # judge metrics with lower agreement are reported, not gated
+             kappa_bar:float=0.4, # judge metrics with lower agreement are reported, not gated
+             checkpoint:Path|str|None=None # JSON lines: items it holds are not asked again (a stopped run resumes)
             ) -> EvalResult:
     "Run the golden set through the answer engine, score, gate against the baseline and write reports."
-    golden_path, report_dir = Path(golden_path), Path(report_dir)
-    items = load_golden(golden_path)
-    digest, floors = golden_digest(items), check_floors(golden_floors(golden_path), f"{golden_path}: floors")
+    gs = golden if isinstance(golden, GoldenSet) else read_golden_set(golden)
+    golden_path, report_dir, items, digest, floors = gs.path, Path(report_dir), gs.items, gs.digest, gs.floors
     bpath = Path(baseline_path) if baseline_path else default_baseline_path(golden_path)
     baseline = _load_baseline(bpath)
     lp = Path(labels_path) if labels_path else golden_path.parent/"judge_labels.yaml"
     judges, notes, agreement, ungated = run_judges(ctx, judge, lp, report_dir, kappa_bar, progress)
     grounding = run_grounding(ctx, lp)
     t0 = time.perf_counter()
-    rows = ask_items(ctx, items, judges, judge, progress)
+    ck = run_checkpoint(ctx, checkpoint, digest, judges) if checkpoint else None
+    rows = ask_items(ctx, items, judges, judge, progress, ck)
     summary = {**summarise(rows), "wall_s": time.perf_counter() - t0}
     regs, floors_applied = gate_run(summary, rows, baseline, thresholds, ungated, floors)
     warnings = run_warnings(ctx, items, summary, digest, baseline)
@@ -471,12 +480,7 @@ def promote_baseline(result:EvalResult|dict, # a run (or its payload)
                     ) -> Path:
     "Save a run as the baseline later runs are gated against."
     payload = result.payload if isinstance(result, EvalResult) else result
-    path = Path(path) if path else default_baseline_path(Path(payload["golden_path"]))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({**payload,
-                                "promoted_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")},
-                               indent=1, default=str))
-    return path
+    return promote(payload, Path(path) if path else default_baseline_path(Path(payload["golden_path"])))
 
 # %% ../../nbs/55_evals_run.ipynb #c9d6b36b
 def _parser() -> argparse.ArgumentParser:
@@ -491,6 +495,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--promote", action="store_true", help="save this run as the baseline when its gate passes")
     p.add_argument("--threshold", action="append", default=[], metavar="METRIC=TOL",
                    help="tolerated drop for a metric, e.g. hit_at_3=0.1")
+    p.add_argument("--checkpoint", metavar="FILE",
+                   help="append each scored item to FILE (JSON lines) and skip the items it already holds: a stopped "
+                        "run resumes where it stopped (refused when the set, settings, corpus or code differ)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     return p
 
@@ -546,8 +553,7 @@ def floor_lines(gate:dict) -> list[str]:
 def gate_lines(res:EvalResult) -> list[str]:
     "The tolerances against the baseline, the regressions and the gate's verdict."
     g, ungated = res.payload["gate"], (res.payload.get("judge") or {}).get("ungated") or {}
-    regs = [f"regression: {r.metric} {r.baseline} -> {r.current} (tolerance {r.threshold}; 95% CI of change "
-            f"{r.ci_low} .. {r.ci_high})" for r in res.regressions if r.rule == "tolerance"]
+    regs = [f"regression: {describe(r)}" for r in res.regressions if r.rule != "floor"]
     if not g["baseline_found"]:
         return [f"gate: passed (no baseline at {g['baseline_path']})" if res.gate_passed else "gate: FAILED", *regs]
     tol = ", ".join(f"{k} {v}" for k, v in g["thresholds"].items() if v is not None and k not in ungated)
@@ -568,9 +574,9 @@ def print_result(res:EvalResult):
 # %% ../../nbs/55_evals_run.ipynb #54196551
 def _run(a, make_ctx) -> int:
     th = _thresholds(a.threshold)
-    load_golden(a.golden)                      # invalid input fails before any model is loaded
-    res = run_eval(make_ctx(), a.golden, a.report_dir, judge=not a.no_judge, baseline_path=a.baseline, thresholds=th,
-                   progress=not a.quiet)
+    golden = read_golden_set(a.golden)        # read once; invalid input fails before any model is loaded
+    res = run_eval(make_ctx(), golden, a.report_dir, judge=not a.no_judge, baseline_path=a.baseline, thresholds=th,
+                   progress=not a.quiet, checkpoint=a.checkpoint)
     print_result(res)
     if a.promote and res.gate_passed: print(f"baseline promoted: {promote_baseline(res, a.baseline)}")
     elif a.promote: print("baseline NOT promoted: the gate failed", file=sys.stderr)

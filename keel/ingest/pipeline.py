@@ -13,6 +13,7 @@ from ..yamlfile import read_yaml
 from ..errors import KeelError, InputError, ModelError, EXIT_OK, EXIT_FAILED, one_line
 from ..command import command_parser, run_command
 from ..config import Settings
+from ..executor import Task, Workers
 from ..db import transaction, fingerprint, set_meta
 from .loaders import load, is_url, LoadedDocument, Limits, ParserProcess
 from .chunking import chunk_document, Chunk
@@ -20,7 +21,8 @@ from ..safety.pii import count_pii
 
 # %% auto #0
 __all__ = ['IngestResult', 'exit_status', 'Ingestor', 'check_tags', 'embed_text', 'confine', 'as_duplicate', 'ingest_path',
-           'read_manifest', 'ingest_manifest', 'show_progress', 'whole_chunk', 'ingest_documents', 'cli']
+           'read_manifest', 'ingest_manifest', 'show_progress', 'whole_chunk', 'ingest_documents', 'EmbedTask',
+           'RemoteEmbeddings', 'cli']
 
 # %% ../../nbs/12_ingest_pipeline.ipynb #4b74a89f
 @dataclass
@@ -404,6 +406,31 @@ def ingest_documents(self:Ingestor, docs:Sequence[LoadedDocument], # documents a
             out[-1].detail = self._refresh_index([], [], [], None, tags) or out[-1].detail
     return out
 Ingestor.ingest_documents = ingest_documents
+
+# %% ../../nbs/12_ingest_pipeline.ipynb #75131932
+@dataclass
+class EmbedTask(Task):
+    "Embed one batch of texts with the embedding model the worker builder names (built once per worker)."
+    workers: Workers
+    def setup(self): self.model = self.workers.embeddings()
+    def run(self, texts:list[str]) -> np.ndarray: return np.asarray(self.model.embed(list(texts)), dtype=np.float32)
+    def __getstate__(self): return {"workers": self.workers}   # the model never travels, nor keys the actors
+
+class RemoteEmbeddings:
+    "An `Embeddings` whose batches run on an executor; `name` and `dim` come from the (unloaded) local model object."
+    def __init__(self, executor, # where the batches run (`AppContext.executor`)
+                 workers:Workers, # builds the model on each worker (`AppContext.workers`)
+                 local, # the same model here, never asked to embed: its `name` and `dim`
+                 batch:int=32): # texts per batch
+        self.executor, self.task, self.local, self.batch = executor, EmbedTask(workers), local, batch
+        self.name, self.dim = getattr(local, "name", type(local).__name__), local.dim
+    def __repr__(self): return f"RemoteEmbeddings({self.name}, on {self.executor!r})"
+    def embed(self, texts:Sequence[str]) -> np.ndarray:
+        texts = list(texts)
+        if not texts: return np.zeros((0, self.dim), np.float32)
+        parts = self.executor.map(self.task, [texts[i:i + self.batch] for i in range(0, len(texts), self.batch)])
+        return np.vstack(parts).astype(np.float32)
+    def embed_query(self, text:str) -> np.ndarray: return self.embed([text])[0]
 
 # %% ../../nbs/12_ingest_pipeline.ipynb #34388c13
 def _parser():

@@ -9,11 +9,13 @@ from pathlib import Path
 import ipywidgets as W
 from fastcore.basics import patch
 from ..evals.report import GROUPS, TREND_METRICS, scorecard, trend_figure, fmt
+from ..evals.compare import item_passed
 from .base import style, message, esc, html_table, Snapshot
+from .compare import CompareView
 
 # %% auto #0
 __all__ = ['history_paths', 'metric_names', 'history_schema', 'load_history', 'history_trend', 'unreliable', 'styled_scorecard',
-           'item_passed', 'item_rows', 'filter_items', 'item_detail', 'gate_html', 'EvalDashboard']
+           'item_rows', 'filter_items', 'item_detail', 'gate_html', 'EvalDashboard']
 
 # %% ../../nbs/94_ui_dashboard.ipynb #d5792bf3
 def history_paths(report_dir:Path|str) -> list[Path]:
@@ -71,12 +73,6 @@ def styled_scorecard(payload:dict):
                      "threshold": lambda v: "" if missing(v) else fmt(v)}))
 
 # %% ../../nbs/94_ui_dashboard.ipynb #d4bdaaf5
-def item_passed(r:dict) -> bool:
-    "Whether a report item passed every check that applies to it."
-    checks = (r.get("refusal_correct"), r.get("must_include_pass"), r.get("must_not_include_pass"),
-              r.get("citation_valid"))
-    return all(c is None or bool(c) for c in checks) and not r.get("leaks") and not r.get("error")
-
 def item_rows(payload:dict) -> list[dict]:
     "The latest run's items as flat rows for the table."
     return [dict(id=r["id"], category=r["category"], split=r["split"], tags=",".join(r["user_tags"]),
@@ -135,7 +131,7 @@ class EvalDashboard(Snapshot, W.VBox):
             return
         try:
             self.history = load_history(self.report_dir)
-            self.latest = json.loads(paths[-1].read_text(encoding="utf-8"))
+            self.paths, self.latest = paths, json.loads(paths[-1].read_text(encoding="utf-8"))
             self._build(metrics)
         except Exception as e:   # a panel shows what it could not read; it does not raise into the notebook
             self.children = [
@@ -165,10 +161,15 @@ def _build(self:EvalDashboard, metrics):
     self.metric_picker.observe(lambda _: self._draw_trend(), "value")
     for w in self.filters.values(): w.observe(lambda _: self._filter(), "value")
     self.picker.observe(lambda _: self._detail(), "value")
+    earlier = [(f"{p.stem.removeprefix('eval-')}", p) for p in reversed(self.paths[:-1])]
+    self.compare_picker = W.Dropdown(options=[("—", None), *earlier], value=None, description="compare")
+    self.compare_picker.add_class("keel-compare-picker-run"); self.comparison = W.VBox()
+    self.compare_picker.observe(lambda _: self._open_comparison(), "value")
     self.children = [style(), W.HTML(gate_html(self.latest)), W.HTML(styled_scorecard(self.latest).to_html()),
                      W.HTML(f"<h4>Trends over {h.height} runs</h4>"), self.metric_picker, self.trend,
                      W.HTML(f"<h4>Items of the latest run</h4>"), W.HBox(list(self.filters.values())), self.items,
-                     self.picker, self.detail]
+                     self.picker, self.detail, W.HTML("<h4>Compare an earlier run (A) with the latest (B)</h4>"),
+                     self.compare_picker, self.comparison]
     self._draw_trend(); self._filter()
 
 # %% ../../nbs/94_ui_dashboard.ipynb #34005b58
@@ -193,3 +194,9 @@ def _filter(self:EvalDashboard):
 def _detail(self:EvalDashboard):
     byid = {r["id"]: r for r in self.latest["items"]}
     self.detail.value = item_detail(byid[self.picker.value]) if self.picker.value in byid else ""
+
+@patch
+def _open_comparison(self:EvalDashboard):
+    "Open the comparison of the run picked with the latest run (or close it)."
+    p = self.compare_picker.value
+    self.comparison.children = [CompareView(p, self.paths[-1])] if p else []

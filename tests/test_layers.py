@@ -1,0 +1,172 @@
+"""The package's import structure: no import cycle between its modules, and every import points down the layers.
+
+Imports are read with `ast` from every `keel/**/*.py`, at module level and inside functions: an import inside a
+function ties two modules as firmly as one at the top, it only waits for the first call. `from keel import db`,
+`from . import db` and `import keel.db` all name the module `keel.db`; `from keel.evals.run import ask_item` names
+`keel.evals.run`; `importlib.import_module("keel.x")` with a literal name counts too. The layers are the module
+map's in CONTRIBUTING.md, lowest first; a module of a package not placed there fails until it is.
+"""
+import ast
+from pathlib import Path
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# the module map's layers, lowest first; a name covers the module and everything under it (the longest name wins)
+LAYERS = [
+    ("base", ["keel.errors", "keel.command", "keel.config", "keel.yamlfile", "keel.atomicfile", "keel.db",
+              "keel.airgap", "keel.models", "keel.executor", "keel.tokens", "keel.stats", "keel._modidx"]),
+    ("providers", ["keel.providers", "keel.testing"]),
+    ("safety/observe", ["keel.safety", "keel.observe", "keel.agent.approvals"]),
+    ("engines", ["keel.ingest", "keel.retrieval", "keel.answerability", "keel.answer", "keel.agent", "keel.evals"]),
+    ("context", ["keel.factory"]),
+    ("entry", ["keel.cli", "keel.ui", "keel.agent.cli"]),
+]
+# upward imports that stand today, each with its reason; one that goes away must leave this list too
+KNOWN_UPWARD = {("keel.observe", "keel.answer.types"): "a log row is an `Answer` for a `User`: plain dataclasses"}
+
+
+def modules(root:Path, package:str) -> dict[str, Path]:
+    "{dotted module name: file} for every .py file of the package (a package's own name for its __init__.py)."
+    out = {}
+    for p in sorted((root / package).rglob("*.py")):
+        parts = list(p.relative_to(root).with_suffix("").parts)
+        out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = p
+    return out
+
+
+def _named(node, base:list[str]) -> list[str]:
+    "The dotted names an import statement (or a literal `import_module` call) asks for, relative ones resolved."
+    if isinstance(node, ast.Import): return [a.name for a in node.names]
+    if isinstance(node, ast.ImportFrom):
+        pkg = base[:len(base) - node.level + 1] if node.level else []
+        src = ".".join(pkg + ([node.module] if node.module else []))
+        return [f"{src}.{a.name}" for a in node.names] + [src]
+    f = getattr(node, "func", None)
+    if (isinstance(node, ast.Call) and getattr(f, "attr", getattr(f, "id", None)) == "import_module" and node.args
+            and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+        return [node.args[0].value]
+    return []
+
+
+def imports(root:Path, package:str) -> dict[str, dict[str, int]]:
+    "{module: {module it imports: first line}} within the package, from every import anywhere in each file."
+    mods, out = modules(root, package), {}
+    for m, path in mods.items():
+        base = m.split(".") if path.name == "__init__.py" else m.split(".")[:-1]
+        edges = out.setdefault(m, {})
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            names = _named(node, base)
+            if isinstance(node, ast.ImportFrom):     # `from p import x`: the module p.x when there is one, else p
+                names = [n for n in names[:-1] if n in mods] or names[-1:]
+            for n in names:
+                while n and n not in mods: n = n.rpartition(".")[0]
+                if n and n != m and n != package: edges.setdefault(n, node.lineno)
+    return out
+
+
+def cycles(graph:dict[str, dict]) -> list[list[str]]:
+    "The groups of modules that reach each other through imports (Tarjan's strongly connected components, size > 1)."
+    index, low, stack, on, out = {}, {}, [], set(), []
+    for start in graph:
+        if start in index: continue
+        work = [(start, iter(graph.get(start, ())))]
+        index[start] = low[start] = len(index); stack.append(start); on.add(start)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = len(index); stack.append(w); on.add(w)
+                    work.append((w, iter(graph.get(w, ()))))
+                elif w in on: low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work: low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                group = []
+                while True:
+                    w = stack.pop(); on.discard(w); group.append(w)
+                    if w == v: break
+                if len(group) > 1: out.append(sorted(group))
+    return out
+
+
+def layer_of(module:str, layers=LAYERS) -> int|None:
+    "The index of the module's layer: the longest name in `layers` that is the module or a package above it."
+    best = max(((len(n), i) for i, (_, names) in enumerate(layers) for n in names
+                if module == n or module.startswith(n + ".")), default=None)
+    return None if best is None else best[1]
+
+
+def upward(graph:dict[str, dict], layers=LAYERS) -> dict[tuple[str, str], int]:
+    "{(importer, imported): line} for every import from a lower layer into a higher one."
+    return {(a, b): line for a, edges in graph.items() for b, line in edges.items()
+            if layer_of(a, layers) is not None and layer_of(b, layers) is not None
+            and layer_of(b, layers) > layer_of(a, layers)}
+
+
+def _where(graph, group) -> str:
+    return "; ".join(f"{a} -> {b} (line {graph[a][b]})" for a in group for b in graph[a] if b in group)
+
+
+# ---------------------------------------------------------------- the rules, checked on a small made-up package
+
+@pytest.fixture
+def toy(tmp_path):
+    "A package `toy`: base <- engine <- top, each written by the test."
+    def write(**files):
+        for name, text in files.items():
+            p = tmp_path / "toy" / f"{name.replace('.', '/')}.py"
+            p.parent.mkdir(parents=True, exist_ok=True); p.write_text(text)
+        return imports(tmp_path, "toy")
+    (tmp_path / "toy").mkdir(); (tmp_path / "toy" / "__init__.py").write_text("")
+    return write
+
+
+TOY_LAYERS = [("base", ["toy.base"]), ("engines", ["toy.eng"]), ("top", ["toy.top"])]
+
+
+def test_a_function_level_import_closes_a_cycle(toy):
+    g = toy(**{"base": "import os\n", "eng.__init__": "",
+               "eng.run": "from ..base import *\nfrom toy.top import build\n",
+               "top": "from toy import base\ndef build():\n    from .eng import run\n    return run\n"})
+    assert g["toy.top"] == {"toy.base": 1, "toy.eng.run": 3} and g["toy.eng.run"] == {"toy.base": 1, "toy.top": 2}
+    assert cycles(g) == [["toy.eng.run", "toy.top"]]
+    assert upward(g, TOY_LAYERS) == {("toy.eng.run", "toy.top"): 2}
+
+
+def test_a_package_without_cycles_or_upward_imports_passes(toy):
+    g = toy(**{"base": "", "eng": "import importlib\nB = importlib.import_module('toy.base')\n",
+               "top": "def build():\n    from toy.eng import B\n    return B\n"})
+    assert g["toy.eng"] == {"toy.base": 2} and cycles(g) == [] and upward(g, TOY_LAYERS) == {}
+
+
+# ---------------------------------------------------------------- the rules, held against keel
+
+@pytest.fixture(scope="module")
+def keel():
+    return imports(ROOT, "keel")
+
+
+def test_keel_has_no_import_cycle(keel):
+    found = cycles(keel)
+    assert not found, "import cycles: " + " | ".join(_where(keel, g) for g in found)
+
+
+def test_every_keel_module_has_a_layer(keel):
+    assert [m for m in keel if m != "keel" and layer_of(m) is None] == []
+
+
+def test_keel_imports_point_down_the_layers(keel):
+    up = upward(keel)
+    new = {f"{a} -> {b} (line {line})" for (a, b), line in up.items() if (a, b) not in KNOWN_UPWARD}
+    assert not new, f"imports from a lower layer into a higher one: {sorted(new)}"
+    gone = set(KNOWN_UPWARD) - set(up)
+    assert not gone, f"no longer imported upward, remove from KNOWN_UPWARD: {sorted(gone)}"
+
+
+def test_only_entry_points_import_the_factory(keel):
+    importers = sorted(m for m, edges in keel.items() if "keel.factory" in edges)
+    entry = [m for m in importers if layer_of(m) == len(LAYERS) - 1]
+    assert importers and importers == entry, f"importing the factory from below the entry points: {importers}"
