@@ -15,7 +15,7 @@ from ..stats import roc_auc
 from ..retrieval.answerability import (Answerability, Calibration, DEFAULT_CALIBRATION, operating_point, error_rates,
                                           save_calibration, fit_calibration, evidence_ceiling)
 from .core import document_matches
-from .golden import GoldenItem, load_golden, golden_digest
+from .golden import GoldenItem, GoldenSet, read_golden_set, load_golden, golden_digest
 from types import SimpleNamespace as NS
 
 # %% auto #0
@@ -97,14 +97,15 @@ def refit(rows:list[dict], # calibration rows with `features` and `label`
 
 # %% ../../nbs/55b_evals_calibrate.ipynb #fc0433fa
 def calibrate(ctx, # an AppContext (con, retriever, ledger, settings)
-              golden_path:Path|str, # a golden set whose answerable items name their sources
+              golden:GoldenSet|Path|str, # a golden set (read once) whose answerable items name their sources
               target:float|None=None, # the false-answer rate to stay within; default settings.target_false_answer
               min_items:int=MIN_ITEMS,
               drafts:int=0, # also draft this many questions from the corpus with the model (too few golden items)
               refit_weights:bool=False # refit the weights on these items too (cross-validated), not only the threshold
              ) -> dict:
     "Measure the answerability score on the corpus, choose the threshold, store the calibration and write a ledger row."
-    items = load_golden(golden_path) + draft_items(ctx, drafts)
+    gs = golden if isinstance(golden, GoldenSet) else read_golden_set(golden)
+    golden_path, items = gs.path, gs.items + draft_items(ctx, drafts)
     usable, why = usable_items(ctx.con, items)
     if len(usable) < min_items:
         skipped = "; ".join(f"{n} {k}" for k, n in why.items() if n)
@@ -195,8 +196,8 @@ def _calibrate(a, make_ctx) -> int:
     if a.target is not None and not 0 < a.target < 1:
         raise InputError(f"--target {a.target} must be between 0 and 1", fix="e.g. --target 0.1")
     if a.draft < 0: raise InputError("--draft must be 0 or more", fix="e.g. --draft 30")
-    load_golden(a.golden)                   # invalid input fails before any model is loaded
-    print("\n".join(report_lines(calibrate(make_ctx(), a.golden, a.target, drafts=a.draft, refit_weights=a.refit))))
+    golden = read_golden_set(a.golden)      # read once; invalid input fails before any model is loaded
+    print("\n".join(report_lines(calibrate(make_ctx(), golden, a.target, drafts=a.draft, refit_weights=a.refit))))
     return EXIT_OK
 
 def cli(argv:list[str], # arguments after `keel calibrate`

@@ -1,0 +1,123 @@
+"""Do the four harnesses give the same rows and metrics as before a change? Capture their reports, then diff two captures.
+
+    python bench/harness_identity.py capture OUT [--code DIR]   # fixture corpus, extractive answers, seed 0
+    python bench/harness_identity.py diff BEFORE AFTER [--ignore FIELD ...]
+
+`capture` ingests the fixture corpus into a fresh data directory (always the same path, so the settings digest
+matches between captures) and writes the golden run (no judge), the fixture retrieval benchmark, the robustness
+run (seed 0) and the agent tasks (the packaged model in process) under OUT. `--code DIR` runs another checkout's
+code (its `keel` package first on the path), for the "before" of a refactor. `diff` drops what legitimately
+changes between runs (stamps, timings, request and run ids, paths, code digests) and prints every other
+difference; exit 0 when there is none.
+"""
+
+import argparse, glob, json, os, re, shutil, subprocess, sys, tempfile, time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = Path(tempfile.gettempdir()) / "keel-harness-identity-data"
+VOLATILE = re.compile(
+    r"(stamp|created_at|run_id|measured_in|latency|_ms$|^ms$|seconds|wall_s|request_id|report|path|"
+    r"data_dir|code_digest|keel_commit|keel_version|checkpoint|html|json$|promoted_at)"
+)
+
+
+def keel(*args, env, out=None):
+    "Run the `keel` command of this environment; its output to `out` when given."
+    exe = shutil.which("keel", path=str(Path(sys.executable).parent)) or "keel"
+    with open(out, "w") if out else open(os.devnull, "w") as f:
+        return subprocess.run([exe, *map(str, args)], env=env, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT).returncode
+
+
+def capture(out: Path, code: str | None):
+    shutil.rmtree(out, ignore_errors=True)
+    shutil.rmtree(DATA, ignore_errors=True)
+    out.mkdir(parents=True)
+    env = {
+        **os.environ,
+        "KEEL_DATA_DIR": str(DATA),
+        "KEEL_ANSWER_MODE": "extractive",
+        **({"PYTHONPATH": code} if code else {}),
+    }
+    t0 = time.perf_counter()
+    steps = [
+        ("models", ["models", "prepare"]),
+        ("ingest", ["ingest", "golden/corpus/manifest.yaml"]),
+        ("run", ["eval", "run", "golden/golden.yaml", "--no-judge", "--quiet", "--report-dir", out / "run"]),
+        ("retrieval", ["eval", "retrieval", "golden/retrieval/fixture.yaml", "--json", out / "retrieval.json"]),
+        (
+            "robustness",
+            ["eval", "robustness", "golden/golden.yaml", "--seed", "0", "--quiet", "--report-dir", out / "rob"],
+        ),
+    ]
+    for name, args in steps:
+        print(
+            f"{name}: exit {keel(*args, env=env, out=out/f'{name}.txt')} ({time.perf_counter() - t0:.0f} s)", flush=True
+        )
+    env.pop("KEEL_ANSWER_MODE")  # the agent tasks need the model
+    print(
+        f"agent: exit {keel('eval', 'agent', 'golden/agent/tasks.yaml', '--report-dir', out/'agent', env=env, out=out/'agent.txt')}"
+        f" ({time.perf_counter() - t0:.0f} s)"
+    )
+
+
+def _clean(x, ignore):
+    if isinstance(x, dict):
+        return {k: _clean(v, ignore) for k, v in x.items() if not VOLATILE.search(k) and k not in ignore}
+    if isinstance(x, list):  # a table row of an ignored metric goes too
+        return [_clean(v, ignore) for v in x if not (isinstance(v, dict) and v.get("metric") in ignore)]
+    return round(x, 12) if isinstance(x, float) else x
+
+
+def _diff(a, b, path, out):
+    if type(a) != type(b) or not isinstance(a, (dict, list)):
+        if a != b:
+            out.append(f"{path}: {str(a)[:80]!r} != {str(b)[:80]!r}")
+    elif isinstance(a, dict):
+        for k in sorted(set(a) | set(b)):
+            if k in a and k in b:
+                _diff(a[k], b[k], f"{path}.{k}", out)
+            else:
+                out.append(f"{path}.{k}: only in {'after' if k not in a else 'before'}")
+    elif len(a) != len(b):
+        out.append(f"{path}: {len(a)} vs {len(b)} entries")
+    else:
+        for i, (x, y) in enumerate(zip(a, b)):
+            _diff(x, y, f"{path}[{i}]", out)
+
+
+def reports(d: Path) -> dict:
+    last = lambda pat: json.loads(Path(sorted(glob.glob(str(d / pat)))[-1]).read_text())
+    return dict(
+        run=last("run/eval-*.json"),
+        retrieval=json.loads((d / "retrieval.json").read_text()),
+        robustness=last("rob/robustness-2*.json"),
+        agent=last("agent/agent-2*.json"),
+    )
+
+
+def diff(before: Path, after: Path, ignore) -> int:
+    a, b, total = reports(before), reports(after), 0
+    for k in a:
+        out = []
+        _diff(_clean(a[k], ignore), _clean(b[k], ignore), k, out)
+        print(*out, sep="\n") if out else None
+        print(f"{k}: {len(out)} difference(s)")
+        total += len(out)
+    return 1 if total else 0
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("capture")
+    c.add_argument("out", type=Path)
+    c.add_argument("--code")
+    d = sub.add_parser("diff")
+    d.add_argument("before", type=Path)
+    d.add_argument("after", type=Path)
+    d.add_argument(
+        "--ignore", nargs="*", default=[], help="fields (and table rows of metrics) to leave out as well, e.g. token_f1"
+    )
+    a = p.parse_args()
+    sys.exit(capture(a.out, a.code) if a.cmd == "capture" else diff(a.before, a.after, set(a.ignore)))
