@@ -1,4 +1,4 @@
-"""Do the four harnesses give the same rows and metrics as before a change? Capture their reports, then diff two captures.
+"""Do the four harnesses give the same rows and metrics as before a change? Capture their reports, then diff two.
 
     python bench/harness_identity.py capture OUT [--code DIR]   # fixture corpus, extractive answers, seed 0
     python bench/harness_identity.py diff BEFORE AFTER [--ignore FIELD ...]
@@ -55,10 +55,8 @@ def capture(out: Path, code: str | None):
             f"{name}: exit {keel(*args, env=env, out=out/f'{name}.txt')} ({time.perf_counter() - t0:.0f} s)", flush=True
         )
     env.pop("KEEL_ANSWER_MODE")  # the agent tasks need the model
-    print(
-        f"agent: exit {keel('eval', 'agent', 'golden/agent/tasks.yaml', '--report-dir', out/'agent', env=env, out=out/'agent.txt')}"
-        f" ({time.perf_counter() - t0:.0f} s)"
-    )
+    code = keel("eval", "agent", "golden/agent/tasks.yaml", "--report-dir", out / "agent", env=env, out=out / "agent.txt")
+    print(f"agent: exit {code} ({time.perf_counter() - t0:.0f} s)")
 
 
 def _clean(x, ignore):

@@ -224,10 +224,12 @@ def _rubric_scale(raw:dict, where:str) -> tuple[str, tuple, int]:
         raise InputError(f"{where}: field anchors must map scores {lo} to {hi} to what they mean",
                          fix=f"e.g. anchors: {{{lo}: ..., {hi}: ...}}")
     if scale != "pass_fail" and not {lo, hi} <= set(anchors):
-        raise InputError(f"{where}: field anchors must say what {lo} and {hi} mean", fix="anchor both ends of the scale")
+        raise InputError(f"{where}: field anchors must say what {lo} and {hi} mean",
+                         fix="anchor both ends of the scale")
     pass_at = raw.get("pass_at", hi)
     if isinstance(pass_at, bool) or not isinstance(pass_at, int) or not lo < pass_at <= hi:
-        raise InputError(f"{where}: field pass_at is {pass_at!r}", fix=f"give the lowest passing score, {lo + 1} to {hi}")
+        raise InputError(f"{where}: field pass_at is {pass_at!r}",
+                         fix=f"give the lowest passing score, {lo + 1} to {hi}")
     return scale, tuple(sorted((k, v.strip()) for k, v in anchors.items())), pass_at
 
 # %% ../../nbs/53_evals_golden.ipynb #8d787ce7

@@ -23,6 +23,8 @@ from .judge import (Judge, JudgeVerdict, combine_verdicts, second_judge, load_ju
                               METRICS, JUDGE_INSTRUCTIONS)
 from .report import build_payload, write_report
 from .grounding import answer_metrics, grounding_agreement
+from .rubrics import RubricPlan, plan_rubrics, rubric_fields, rubric_means, rubric_lines
+from .verdict import check_line
 
 # %% auto #0
 __all__ = ['LOWER_IS_BETTER', 'HEADLINE', 'score_retrieval', 'find_strings', 'ChunkAccess', 'leaks_of', 'invalid_citations',
@@ -134,7 +136,7 @@ def metrics_of(rows:list[dict]) -> dict:
     m.update(latency_p50_ms=percentile(lat, 50), latency_p95_ms=percentile(lat, 95),
              prompt_tokens=int(sum(r["prompt_tokens"] for r in rows)),
              output_tokens=int(sum(r["output_tokens"] for r in rows)))
-    return m
+    return {**m, **rubric_means(rows)}   # one metric per rubric the rows were scored on (`keel.evals.rubrics`)
 
 # %% ../../nbs/55_evals_run.ipynb #afe6e6e5
 def by_category(rows:list[dict]) -> dict:
@@ -305,7 +307,9 @@ def log_scores(ctx, ans:Answer, row:dict, judges:list[Judge]):
     except KeelError: pass   # the engine did not log this request (e.g. it failed before logging)
 
 # %% ../../nbs/55_evals_run.ipynb #56b2c281
-def ask_item(ctx, item:GoldenItem, judges:list[Judge], tags_of) -> dict:
+def ask_item(ctx, item:GoldenItem, judges:list[Judge], tags_of,
+             rubrics:tuple=(), rubric_judge:Judge|None=None # the set's rubrics, scored by this judge (None: not scored)
+            ) -> dict:
     "Ask one golden item through the answer engine and score it; item errors recorded, model or air-gap errors raised."
     t0 = time.perf_counter()
     try: ans = ctx.answer_engine.answer(item.question, User("eval", item.user_tags))
@@ -313,7 +317,7 @@ def ask_item(ctx, item:GoldenItem, judges:list[Judge], tags_of) -> dict:
     except KeelError as e: ans = Answer("", refused=False, error=str(e), latency_ms=(time.perf_counter() - t0) * 1000)
     row = item_row(item, ans)
     row.update(score_retrieval(item, ans.retrieved), **check_item(item, ans, tags_of), **judge_item(judges, item, ans))
-    row.update(ground_item(ctx, item, ans, row))
+    row.update(ground_item(ctx, item, ans, row), **rubric_fields(rubric_judge, rubrics, item, ans))
     log_scores(ctx, ans, row, judges)
     return row
 
@@ -375,6 +379,7 @@ class EvalItemTask(Task):
     "Ask and score golden items on a worker; each row comes back with the ledger and log writes it made, as events."
     workers: Workers
     judge: bool = True
+    rubrics: tuple = ()    # the golden set's rubrics, scored by the first judge
     def setup(self):
         self.ctx = ctx = self.workers.context(record=True)
         self.recorder, self.judges, self.tags_of = ctx.ledger, [], chunk_tags(ctx.con)
@@ -384,30 +389,33 @@ class EvalItemTask(Task):
             if j2: self.judges.append(j2)
     def run(self, item:GoldenItem) -> tuple[dict, list]:
         self.recorder.take()
-        row = ask_item(self.ctx, item, self.judges, self.tags_of)
+        row = ask_item(self.ctx, item, self.judges, self.tags_of, self.rubrics, (self.judges or [None])[0])
         return row, self.recorder.take()
-    def __getstate__(self): return {"workers": self.workers, "judge": self.judge}
+    def __getstate__(self): return {"workers": self.workers, "judge": self.judge, "rubrics": self.rubrics}
 
 def eval_items(ctx, # the head's context: `executor`, `workers`, `ledger`, `log`
                items:list[GoldenItem], judge:bool=True, # judge answers as `run_eval` would
-               progress=None) -> list[dict]: # called as progress(done, total)
+               progress=None, # called as progress(done, total)
+               rubrics:tuple=()) -> list[dict]: # the golden set's rubrics
     "Scored rows of golden items asked on the context's workers; their ledger and log writes replayed here, in order."
-    out = ctx.executor.map(EvalItemTask(ctx.workers, judge), items, progress=progress)
+    out = ctx.executor.map(EvalItemTask(ctx.workers, judge, tuple(rubrics)), items, progress=progress)
     for _, events in out: replay(events, ctx.ledger, ctx.log)
     return [row for row, _ in out]
 
 # %% ../../nbs/55_evals_run.ipynb #f0fb85b3
-def run_checkpoint(ctx, path:Path|str, digest:str, judges:list[Judge]) -> Checkpoint:
-    "The golden run's `Checkpoint`: item rows under the set's digest, the judges, mode, settings, corpus and code."
+def run_checkpoint(ctx, path:Path|str, digest:str, judges:list[Judge], rubrics:tuple=()) -> Checkpoint:
+    "The golden run's `Checkpoint`: rows under the set's and rubrics' digests, judges, mode, settings, corpus, code."
     from keel.db import fingerprint
     s, con = getattr(ctx, "settings", None), getattr(ctx, "con", None)
     head = dict(kind="keel-eval-run-checkpoint", golden_digest=digest, judges=[j.name for j in judges],
                 mode=getattr(s, "answer_mode", None), settings_digest=settings_digest(s),
                 corpus=None if con is None else fingerprint(con), **code_version())
+    if rubrics: head["rubrics"] = [r.digest for r in rubrics]
     return Checkpoint(path, head, lambda r: r["id"], "items")
 
 def ask_items(ctx, items:list[GoldenItem], judges:list[Judge], judge:bool=True, progress:bool=False,
-              ck:Checkpoint|None=None # rows it holds are not asked again; new rows are appended as they are scored
+              ck:Checkpoint|None=None, # rows it holds are not asked again; new rows are appended as they are scored
+              rubrics:tuple=() # the golden set's rubrics, scored by the first judge
              ) -> list[dict]:
     "Every item asked and scored: on the context's workers when it has them (`KEEL_EXECUTOR=ray`), else here, in order."
     from tqdm.auto import tqdm
@@ -417,10 +425,11 @@ def ask_items(ctx, items:list[GoldenItem], judges:list[Judge], judge:bool=True, 
         if ck: ck.add(r)
         done[r["id"]] = r
     if is_remote(ctx):
-        for r in eval_items(ctx, todo, judge): keep(r)
+        for r in eval_items(ctx, todo, judge, rubrics=rubrics): keep(r)
     else:
-        tags_of = chunk_tags(getattr(ctx, "con", None))
-        for it in tqdm(todo, desc="golden set", disable=not progress): keep(ask_item(ctx, it, judges, tags_of))
+        tags_of, rj = chunk_tags(getattr(ctx, "con", None)), (judges or [None])[0]
+        for it in tqdm(todo, desc="golden set", disable=not progress):
+            keep(ask_item(ctx, it, judges, tags_of, rubrics, rj))
     return [copy.deepcopy(done[it.id]) for it in items]
 
 def gate_run(summary:dict, rows:list[dict], baseline:dict|None, thresholds:dict|None, ungated:dict,
@@ -449,7 +458,8 @@ def run_eval(ctx, # an AppContext (answer_engine, llm, settings, log, con)
              progress:bool=True, # a tqdm progress bar
              labels_path:Path|str|None=None, # human judge labels; defaults to judge_labels.yaml next to the set
              kappa_bar:float=0.4, # judge metrics with lower agreement are reported, not gated
-             checkpoint:Path|str|None=None # JSON lines: items it holds are not asked again (a stopped run resumes)
+             checkpoint:Path|str|None=None, # JSON lines: items it holds are not asked again (a stopped run resumes)
+             rubric_labels_path:Path|str|None=None # human rubric labels; defaults to rubric_labels.yaml next to the set
             ) -> EvalResult:
     "Run the golden set through the answer engine, score, gate against the baseline and write reports."
     gs = golden if isinstance(golden, GoldenSet) else read_golden_set(golden)
@@ -459,15 +469,18 @@ def run_eval(ctx, # an AppContext (answer_engine, llm, settings, log, con)
     lp = Path(labels_path) if labels_path else golden_path.parent/"judge_labels.yaml"
     judges, notes, agreement, ungated = run_judges(ctx, judge, lp, report_dir, kappa_bar, progress)
     grounding = run_grounding(ctx, lp)
+    rp = plan_rubrics((judges or [None])[0], gs.rubrics, rubric_labels_path or golden_path.parent/"rubric_labels.yaml",
+                      report_dir, kappa_bar, baseline, progress)
     t0 = time.perf_counter()
-    ck = run_checkpoint(ctx, checkpoint, digest, judges) if checkpoint else None
-    rows = ask_items(ctx, items, judges, judge, progress, ck)
+    ck = run_checkpoint(ctx, checkpoint, digest, judges, gs.rubrics) if checkpoint else None
+    rows = ask_items(ctx, items, judges, judge, progress, ck, gs.rubrics)
     summary = {**summarise(rows), "wall_s": time.perf_counter() - t0}
-    regs, floors_applied = gate_run(summary, rows, baseline, thresholds, ungated, floors)
+    thresholds, ungated = {**rp.tolerances, **(thresholds or {})}, {**ungated, **rp.ungated}
+    regs, floors_applied = gate_run(summary, rows, baseline, thresholds, ungated, {**floors, **rp.floors})
     warnings = run_warnings(ctx, items, summary, digest, baseline)
     judge_info = dict(on=judge, judges=[j.name for j in judges], notes=notes, agreement=agreement, ungated=ungated,
-                      kappa_bar=kappa_bar, grounding_agreement=grounding,
-                      unreliable=unreliable_metrics(agreement, grounding, kappa_bar))
+                      kappa_bar=kappa_bar, grounding_agreement=grounding, rubrics=rp.info,
+                      unreliable={**unreliable_metrics(agreement, grounding, kappa_bar), **rp.unreliable})
     payload = build_payload(ctx, golden_path, digest, rows, summary, regs, baseline, bpath,
                             {**DEFAULT_THRESHOLDS, **(thresholds or {})}, judge_info=judge_info, warnings=warnings,
                             floors=floors_applied)
@@ -568,6 +581,9 @@ def print_result(res:EvalResult):
     if res.summary.get("produced_by"):
         print("produced by: " + ", ".join(f"{k} {v}" for k, v in res.summary["produced_by"].items()))
     print("\n".join(category_lines(res.summary)))
+    rubrics = j.get("rubrics") or {}
+    for line in rubric_lines(m, rubrics): print(line)
+    print(check_line(res.items, tuple(n for n, i in rubrics.items() if i["gated"])))
     for line in floor_lines(res.payload["gate"]) + gate_lines(res): print(line)
     print(f"report: {res.report_html_path}\njson: {res.report_json_path}")
 
