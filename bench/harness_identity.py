@@ -55,7 +55,8 @@ def capture(out: Path, code: str | None):
             f"{name}: exit {keel(*args, env=env, out=out/f'{name}.txt')} ({time.perf_counter() - t0:.0f} s)", flush=True
         )
     env.pop("KEEL_ANSWER_MODE")  # the agent tasks need the model
-    code = keel("eval", "agent", "golden/agent/tasks.yaml", "--report-dir", out / "agent", env=env, out=out / "agent.txt")
+    agent = ["eval", "agent", "golden/agent/tasks.yaml", "--report-dir", out / "agent"]
+    code = keel(*agent, env=env, out=out / "agent.txt")
     print(f"agent: exit {code} ({time.perf_counter() - t0:.0f} s)")
 
 
