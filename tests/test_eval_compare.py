@@ -181,13 +181,13 @@ def test_different_golden_sets_match_by_id_when_allowed(runs, tmp_path):
 
 
 @pytest.mark.parametrize("make, needle", [
-    (lambda a, d: write(d/"cut.json", a.read_text()[:2000]), "is not valid JSON (cut short"),
+    (lambda a, d: write(d/"cut.json", a.read_text()[:2000]), "is not valid JSON"),
     (lambda a, d: edited(a, d/"edited.json", lambda p: p["items"][3].update(hit_at_3="yes")),
      "hit_at_3 is 'yes', not a number or null"),
     (lambda a, d: edited(a, d/"dup.json", lambda p: p["items"].append(p["items"][0])), "appears twice"),
     (lambda a, d: ROOT/"golden"/"agent"/"baseline.json", "A is a `keel eval run` report and B a `keel eval agent`"),
     (lambda a, d: edited(a, d/"digest.json", lambda p: p.update(golden_digest="1" * 64)), "different golden sets"),
-    (lambda a, d: write(d/"list.json", "[1, 2]"), "is not a Keel run report"),
+    (lambda a, d: write(d/"list.json", "[1, 2]"), "is not a keel-eval-run or keel-eval-agent or robustness report"),
     (lambda a, d: d/"missing.json", "cannot read report B"),
 ])
 def test_bad_input_is_one_line_and_exit_2(runs, tmp_path, make, needle):

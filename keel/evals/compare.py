@@ -12,6 +12,7 @@ from ..command import command_parser, run_command
 from ..stats import (mean, mcnemar_exact, holm, paired_bootstrap, paired_randomisation, min_detectable_effect,
                      items_needed)
 from .core import item_value
+from . import gate
 from .report import CSS, esc
 
 # %% auto #0
@@ -159,18 +160,13 @@ def check_items(p:dict, k:Kind, where:str) -> list[dict]:
 def read_report(path:Path|str, # a JSON report of `keel eval run`, `eval agent` or `eval robustness`
                 name:str="" # how the report is named in errors, e.g. `A`
                ) -> dict:
-    "A report read whole and checked; an unreadable, truncated or edited file is an `InputError` with the fix."
-    where, fix = f"report {name} {path}".replace("  ", " "), ("pass the JSON report that `keel eval run`, `eval agent`"
-                                                              " or `eval robustness` wrote, unedited")
-    try: text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"cannot read {where}: {getattr(e, 'strerror', None) or e}", fix=fix) from None
-    try: p = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputError(f"{where} is not valid JSON (cut short or edited?): {e.msg} at line {e.lineno} column "
-                         f"{e.colno}", fix=fix) from None
-    except RecursionError: raise InputError(f"{where} is nested too deeply to be a report", fix=fix) from None
-    return check_report(p, where)
+    "A report read by the evaluation core's strict reader, its items checked; else an `InputError` with the fix."
+    what = f"report {name}".strip()
+    fix = ("pass the JSON report that `keel eval run`, `eval agent` or `eval robustness` wrote; a file cut short or "
+           "edited by hand cannot be compared")
+    try: p = gate.read_report(path, tuple(KINDS), what, fix)
+    except RecursionError: raise InputError(f"{what} {path} is nested too deeply to be a report", fix=fix) from None
+    return check_report(p, f"{what} {path}")
 
 def check_report(p, # a parsed report
                  where:str="the report" # how it is named in errors
