@@ -13,7 +13,7 @@ from ..stats import (mean, mcnemar_exact, holm, paired_bootstrap, paired_randomi
                      items_needed)
 from .core import item_value
 from . import gate
-from .report import CSS, esc
+from .report import report_page, esc
 
 # %% auto #0
 __all__ = ['RUN_OUTCOMES', 'AGENT_OUTCOMES', 'ROBUSTNESS_OUTCOMES', 'RUN', 'AGENT', 'ROBUSTNESS', 'KINDS', 'NEEDED_LIMIT',
@@ -585,14 +585,13 @@ def format_html(c:dict) -> str:
                        + (f"<br><small>{esc(m['power_note'])}</small>" if m["power_note"] else "") + "</li>"
                        for m in c["metrics"])
     cls = "fail" if c["worse"] else "pass"
-    return (f'<!doctype html><html><head><meta charset="utf-8"><title>Keel comparison</title><style>{CSS}</style>'
-            f"</head><body><h1>Keel comparison</h1><p>A: <code>{esc(c['a']['label'])}</code> ({esc(c['a']['stamp'])})"
+    return report_page("Keel comparison", f"<h1>Keel comparison</h1><p>A: <code>{esc(c['a']['label'])}</code> ({esc(c['a']['stamp'])})"
             f" · B: <code>{esc(c['b']['label'])}</code> ({esc(c['b']['stamp'])})</p><div class=\"gate {cls}\">"
             f"{esc(c['verdict'])}</div><p>{esc(items_line(c))}</p><h2>Configuration</h2><ul>"
             + "".join(f"<li>{esc(x)}</li>" for x in config_lines(c)) + "</ul><h2>Flips</h2>"
             + _html_table(FLIP_HEADS, flip_rows(c)) + "<h2>Metrics</h2>" + _html_table(METRIC_HEADS, metric_rows(c))
             + f"<ul>{verdicts}</ul><h2>Items that flipped</h2>{items}<h2>Methodology</h2><ul>"
-            + "".join(f"<li>{esc(x)}</li>" for x in c["methodology"]) + "</ul></body></html>")
+            + "".join(f"<li>{esc(x)}</li>" for x in c["methodology"]) + "</ul>")
 
 def format_json(c:dict) -> str:
     "The comparison as JSON."
