@@ -35,6 +35,7 @@ _DELEGATED = {   # command -> (module, its entry `f(argv, make_ctx) -> int`, hel
               'carry out a task with tools: keel agent "task" --user U --tags a,b | keel agent resume RUN'),
     "approvals": ("keel.agent.cli", "cli_approvals",
                   "review and decide pending write calls: list, show, approve, reject"),
+    "cache": ("keel.providers.cache", "cli", "the model-call cache in the data directory: keel cache stats|clear"),
 }
 
 # %% ../nbs/90_cli.ipynb #51cc4f93
@@ -70,7 +71,7 @@ def _quarantine_command(sub):
 def _delegated_commands(p, sub):
     "The commands an engine runs: listed for `--help`, their options left to the engine; `keel eval ...` nested."
     sub.add_parser("ingest", help=_DELEGATED["ingest"][2], add_help=False)
-    for k in ("agent", "approvals", "calibrate"): sub.add_parser(k, help=_DELEGATED[k][2], add_help=False)
+    for k in ("agent", "approvals", "cache", "calibrate"): sub.add_parser(k, help=_DELEGATED[k][2], add_help=False)
     evals = [k for k in _DELEGATED if k.startswith("eval ")]
     p.eval_parser = sub.add_parser("eval", help="evaluation harness: " + ", ".join(k[5:] for k in evals))
     evs = p.eval_parser.add_subparsers(dest="eval_command", metavar="EVAL_COMMAND")
@@ -176,7 +177,7 @@ def cmd_status(args, make) -> int:
 
 # %% ../nbs/90_cli.ipynb #fe93a8e4
 def cmd_ask(args, make) -> int:
-    "Ask one question and print the answer with citations, or the refusal."
+    "Ask one question; print the cited answer, the closest passages (evidence) or the refusal; JSON has its `kind`."
     from keel.answer.types import User
     from keel.answer.engine import format_answer
     from keel.errors import InputError

@@ -74,6 +74,12 @@ class Settings:
     # refuse below this answerability; empty means the active calibration's threshold
     min_answerability: float|None = None
     target_false_answer: float = 0.10        # the false-answer rate `keel calibrate` chooses its threshold for
+    # between the refusal and the answer threshold, show the closest passages (`off`: answer or refuse, nothing between)
+    evidence: bool = True
+    # evidence at or above this answerability, refusal below; empty: the active calibration's evidence threshold
+    min_evidence: float|None = None
+    # the share of answerable questions refused that `keel calibrate` chooses the evidence threshold for
+    target_false_refusal: float = 0.10
     # `learned` (patterns or learned layer), `confirmed` (the layer must confirm the patterns) or `heuristic` (patterns
     # alone)
     injection_screen: str = "learned"
@@ -93,6 +99,8 @@ class Settings:
     prf_keep: float = 0.5                    # RM3 weight of the original query
     # convex fusion's normalisation of each list's scores over the candidates: `zscore` or `minmax`
     fusion_norm: str = "zscore"
+    # serve a repeated model call from the data directory's model-call cache (`off`: always ask the model)
+    cache: bool = True
 
     def replace(self, **kw) -> Settings:
         "A copy with some fields changed, validated again."
@@ -150,6 +158,9 @@ def validate(s:Settings) -> Settings:
     if s.min_answerability is not None and not 0 <= s.min_answerability <= 1:
         bad("min_answerability", "must be between 0 and 1 or empty")
     if not 0 < s.target_false_answer < 1: bad("target_false_answer", "must be between 0 and 1 (exclusive)")
+    if s.min_evidence is not None and not 0 <= s.min_evidence <= 1:
+        bad("min_evidence", "must be between 0 and 1 or empty")
+    if not 0 < s.target_false_refusal < 1: bad("target_false_refusal", "must be between 0 and 1 (exclusive)")
     if not 0 <= s.temperature <= 2: bad("temperature", "must be between 0 and 2")
     if not 1 <= s.repeat_penalty <= 2: bad("repeat_penalty", "must be between 1 (no penalty) and 2")
     if s.llm_timeout <= 0: bad("llm_timeout", "must be positive")

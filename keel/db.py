@@ -178,6 +178,7 @@ MIGRATIONS: list[str] = [  # additive statements, applied in order after SCHEMA;
     + SCHEMA[SCHEMA.index("CREATE TABLE IF NOT EXISTS approvals"):SCHEMA.index("CREATE TABLE IF NOT EXISTS agent_runs")]
     + "CREATE INDEX IF NOT EXISTS approvals_status ON approvals(status, created_at);",
     "ALTER TABLE inference_log ADD COLUMN produced_by TEXT NOT NULL DEFAULT ''",   # 2: how an answer was produced
+    "ALTER TABLE inference_log ADD COLUMN kind TEXT NOT NULL DEFAULT ''",   # 3: answer, evidence or refusal
 ]
 
 # %% ../nbs/02_db.ipynb #2f66a009

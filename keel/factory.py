@@ -80,7 +80,7 @@ class AppContext:
         from keel.observe import InferenceLog
         return InferenceLog(self.con, scrub=self.scrub)
     @cached_property
-    def llm(self): return make_llm(self.settings)
+    def llm(self): return self.cached(make_llm(self.settings))
     @cached_property
     def embeddings(self): return make_embeddings(self.settings)
     @cached_property
@@ -145,19 +145,24 @@ def answerability(self:AppContext):
     return self._part("_answerability", lambda: Answerability(self.retriever, self.settings))
 
 @patch(as_prop=True)
+def gate_retriever(self:AppContext):
+    "The answerability gate the engine and `search_docs` retrieve through (the retriever, if it cannot be assessed)."
+    return self.answerability if hasattr(self.retriever, "bm25_index") else self.retriever
+
+@patch(as_prop=True)
 def answer_engine(self:AppContext):
     "The answer engine; it gates on answerability unless the retriever was replaced by one that cannot be assessed."
     from keel.answer.engine import AnswerEngine
-    gate = lambda: self.answerability if hasattr(self.retriever, "bm25_index") else self.retriever
     return self._part("_answer_engine",
-                      lambda: AnswerEngine(gate(), lambda: self.llm, self.ledger, self.log, self.settings,
+                      lambda: AnswerEngine(self.gate_retriever, lambda: self.llm, self.ledger, self.log, self.settings,
                                            screen=self.screen))
 
 @patch
 def judge_llm_factory(self:AppContext, endpoint:str, model:str|None=None):
     "A client for a second judge at an OpenAI-compatible `endpoint` (the evaluation harness calls this)."
     from keel.providers.openai import OpenAILLM
-    return OpenAILLM(endpoint, model=model, api_key=self.settings.llm_api_key, timeout=self.settings.llm_timeout)
+    return self.cached(OpenAILLM(endpoint, model=model, api_key=self.settings.llm_api_key,
+                                 timeout=self.settings.llm_timeout))
 
 @patch
 def embeddings_for(self:AppContext, settings:Settings):
@@ -169,12 +174,36 @@ def close(self:AppContext):
     "Stop the ingest parser process and close the database connection; the context cannot be used afterwards."
     if "_ingestor" in self.__dict__: self.__dict__["_ingestor"].close()
     if "_executor" in self.__dict__: self.__dict__.pop("_executor").close()
+    if "_llm_cache" in self.__dict__: self.__dict__.pop("_llm_cache").close()
     if self.con is not None: self.con.close(); self.con = None
 
 @patch
 def __enter__(self:AppContext): return self
 @patch
 def __exit__(self:AppContext, *a): self.close()
+
+# %% ../nbs/80_factory.ipynb #abffb13d
+@patch(as_prop=True)
+def llm_cache(self:AppContext):
+    "The data directory's model-call cache (`keel.providers.cache.LLMCache`), or None when `KEEL_CACHE` is off."
+    if not getattr(self.settings, "cache", True): return None
+    from keel.providers.cache import LLMCache, cache_path
+    return self._part("_llm_cache", lambda: LLMCache(cache_path(self.settings.data_dir)))
+
+@patch
+def cached(self:AppContext, llm):
+    "`llm` behind the model-call cache when it is on, else `llm` itself."
+    if self.llm_cache is None: return llm
+    from keel.providers.cache import CachedLLM
+    return CachedLLM(llm, self.llm_cache)
+
+@patch
+def no_cache(self:AppContext) -> AppContext:
+    "Ask the models directly, never the cache (`--no-cache`); before the model is built."
+    if "llm" in self.__dict__:
+        raise KeelError("this context has already built its model", fix="call no_cache right after build_context")
+    self.settings = self.settings.replace(cache=False)
+    return self
 
 # %% ../nbs/80_factory.ipynb #01a9a00a
 @patch(as_prop=True)
@@ -185,7 +214,7 @@ def agent(self:AppContext):
     def build():
         reg = default_registry()
         return AgentLoop(self.llm, reg, load_policy(self.settings.data_dir, reg.names()), self.con, self.ledger,
-                         self.log, self.settings, retriever=lambda: self.retriever, screen=self.screen)
+                         self.log, self.settings, screen=self.screen, retriever=lambda: self.gate_retriever)
     return self._part("_agent", build)
 
 # %% ../nbs/80_factory.ipynb #287295dc
@@ -272,8 +301,9 @@ def status(ctx:AppContext, load_models:bool=True) -> dict:
     if load_models:
         out["embeddings"].update(_try(lambda: f"{ctx.embeddings.embed_query('status check').shape[0]} dims"))
         if s.answer_mode == "generative":
+            model = lambda: getattr(ctx.llm, "inner", ctx.llm)    # the model itself, never a reply from the cache
             out["llm"].update(_try(lambda: f"replied "
-                                           f"{ctx.llm.complete('Hello', max_tokens=2, temperature=0).output_tokens} "
+                                           f"{model().complete('Hello', max_tokens=2, temperature=0).output_tokens} "
                                            f"tokens"))
     from keel.providers.faiss import read_sidecar
     fresh = ctx.index_path.exists() and _try(lambda: read_sidecar(ctx.index_path)).get(

@@ -44,12 +44,13 @@ class InferenceLog:
         with transaction(self.con):
             self.con.execute(
                 """INSERT INTO inference_log(request_id, ts, user, tags, mode, question, retrieved, tool_calls, answer,
-                   refused, citations, latency_ms, prompt_tokens, output_tokens, model, error, produced_by)
-                   VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
+                   refused, citations, latency_ms, prompt_tokens, output_tokens, model, error, produced_by, kind)
+                   VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
                 (answer.request_id, ts or utc_now(), user.name, json.dumps(user.effective_tags), mode or answer.mode,
                  s(question), json.dumps(retrieved), json.dumps(calls), s(answer.text),
                  int(answer.refused), json.dumps(cites), float(answer.latency_ms), int(answer.prompt_tokens),
-                 int(answer.output_tokens), answer.model, answer.error and s(answer.error), answer.produced_by))
+                 int(answer.output_tokens), answer.model, answer.error and s(answer.error), answer.produced_by,
+                 answer.kind))
         return answer.request_id
 
 # %% ../nbs/23_observe.ipynb #84b68223
@@ -83,6 +84,7 @@ def rows(self:InferenceLog, since:str|None=None, # UTC timestamp or date, inclus
         d = dict(r)
         for c in _JSON_COLS: d[c] = json.loads(d[c]) if d[c] else ([] if c != "scores" else {})
         d["refused"] = bool(d["refused"])
+        d["kind"] = d.get("kind") or Answer("", refused=d["refused"], produced_by=d.get("produced_by") or "").kind
         out.append(d)
     return out
 
@@ -94,8 +96,10 @@ def _summarise(rows:list[dict]) -> dict:
         for k, v in r["scores"].items():
             if isinstance(v, (int, float)) and not isinstance(v, bool): scores[k].append(float(v))
     n = len(rows)
+    evidence = sum(r.get("kind") == "evidence" for r in rows)
     return dict(requests=n, refusals=sum(r["refused"] for r in rows),
                 refusal_rate=sum(r["refused"] for r in rows) / n if n else None,
+                evidence=evidence, evidence_rate=evidence / n if n else None,
                 errors=sum(r["error"] is not None for r in rows), mean_latency_ms=mean(lat),
                 p95_latency_ms=percentile(lat, 95), prompt_tokens=sum(r["prompt_tokens"] for r in rows),
                 output_tokens=sum(r["output_tokens"] for r in rows),

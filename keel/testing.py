@@ -10,7 +10,7 @@ import numpy as np
 from .providers.base import ChatResult
 
 # %% auto #0
-__all__ = ['ScriptedLLM', 'HashEmbeddings', 'CountingLLM', 'Failing', 'run_cli', 'PickledExecutor']
+__all__ = ['ScriptedLLM', 'HashEmbeddings', 'CountingLLM', 'Failing', 'run_cli', 'PickledExecutor', 'assert_answer']
 
 # %% ../nbs/05a_testing.ipynb #d895b1b4
 class ScriptedLLM:
@@ -126,3 +126,11 @@ class PickledExecutor(InProcessExecutor):
             out.append(trip(t.run(trip(it))))
             if progress: progress(n + 1, len(items))
         return out
+
+# %% ../nbs/05a_testing.ipynb #92761a7b
+def assert_answer(question:str, # asked as a user with `user`'s tags
+                  user, # a `User`, or the asker's access tags
+                  **checks): # must_include, must_not_include, must_refuse, rubric, golden, reference, ctx
+    "Ask `question` through the answer engine; `AssertionError` with the golden item's message when a check fails."
+    from keel.pytest_plugin import assert_answer as ask
+    return ask(question, user, **checks)

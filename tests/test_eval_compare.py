@@ -124,16 +124,18 @@ def test_a_large_deliberate_change_is_significant_and_exits_1(runs, tmp_path):
 
 def test_ties_and_one_item_sets_against_statsmodels(runs, tmp_path):
     a = json.loads(runs["a"].read_text())
-    lose = [r["id"] for r in a["items"] if r["must_include_pass"] == 1.0][:3]
-    gain = [r["id"] for r in a["items"] if r["must_include_pass"] == 0.0][:3]
-    assert len(gain) >= 2
-    def tie(p):                                            # as many items lose must_include as gain it
+    passing = [r["id"] for r in a["items"] if r["must_include_pass"] == 1.0]
+    assert len(passing) >= 4
+    lose, gain = passing[:2], passing[2:4]                  # two items lose must_include, two others gain it
+    base = edited(runs["a"], tmp_path/"base.json",
+                  lambda p: [r.update(must_include_pass=0.0) for r in p["items"] if r["id"] in gain])
+    def tie(p):
         for r in p["items"]:
-            if r["id"] in lose[:len(gain)]: r["must_include_pass"] = 0.0
+            if r["id"] in lose: r["must_include_pass"] = 0.0
             elif r["id"] in gain: r["must_include_pass"] = 1.0
-    b = edited(runs["a"], tmp_path/"tie.json", tie)
-    code, out, err, c = compare(runs["a"], b, "--metric", "must_include")
-    t, _ = table(runs["a"], b, lambda r: r["must_include_pass"])
+    b = edited(base, tmp_path/"tie.json", tie)
+    code, out, err, c = compare(base, b, "--metric", "must_include")
+    t, _ = table(base, b, lambda r: r["must_include_pass"])
     m = c["metrics"][0]
     assert code == 0 and m["p"] == pytest.approx(sm.mcnemar(t, exact=True).pvalue, abs=1e-12) == 1.0
     assert m["a_only"] == m["b_only"] == len(gain) == t[0][1] == t[1][0] and m["diff"] == 0

@@ -65,6 +65,12 @@ def test_chat_panel_answers_public_and_hr_users_and_opens_a_cited_passage(browse
     sync_api.expect(chat.locator(".keel-refusal")).to_be_visible(timeout=60_000)
     sync_api.expect(chat.locator(".keel-refusal")).to_contain_text("answerability")
     shot(chat, "ui-chat-public-refusal.png")
+    # between a refusal and an answer: no answer confirmed, the closest passages shown apart from an answer, with chips
+    chat.locator(".keel-question input").fill("Who must approve a purchase worth $120,000?")
+    chat.locator("button.keel-ask").click()
+    sync_api.expect(chat.locator(".keel-evidence")).to_contain_text("No answer confirmed", timeout=60_000)
+    assert chat.locator(".keel-answer-text").count() == 0 and chat.locator("button.keel-chip").count() >= 1
+    shot(chat, "ui-chat-public-evidence.png")
     # an hr user gets the answer with citation chips; a chip opens the passage with the cited sentence marked
     chat.locator(".keel-user select").select_option("hr")
     sync_api.expect(chat.locator(".keel-tags input")).to_have_value("hr, public")
@@ -81,7 +87,7 @@ def test_chat_panel_answers_public_and_hr_users_and_opens_a_cited_passage(browse
     chat.locator("button.keel-request").click()
     sync_api.expect(chat.locator(".keel-ledger-rows")).to_contain_text("retrieval")
     sync_api.expect(chat.locator(".keel-ledger-rows")).to_contain_text("answer")
-    assert chat.locator(".keel-history option").count() >= 5   # three asked by the notebook, two here
+    assert chat.locator(".keel-history option").count() >= 7   # four asked by the notebook, three here
     shot(chat, "ui-chat-hr-answer.png")
     # the notebook's second panel has anywidget chips: the same question, its chip opens the same passage
     other = page.locator(".keel-chat-anywidget").first
@@ -94,6 +100,27 @@ def test_chat_panel_answers_public_and_hr_users_and_opens_a_cited_passage(browse
     sync_api.expect(other.locator(".keel-passage")).to_contain_text("Salary Bands 2026")
     sync_api.expect(other.locator(".keel-passage mark")).to_be_visible()
     shot(other, "ui-chat-anywidget-chip.png")
+    page.close()
+
+
+def test_report_page_shows_an_evidence_response(browser, tmp_path):
+    "The golden run's HTML report (extractive, the fixture corpus): evidence responses marked apart from answers."
+    from keel.config import load_settings
+    from keel.factory import build_context
+    from keel.evals.run import run_eval
+    ctx = build_context(load_settings(env={}, dotenv=None, data_dir=tmp_path/"data", answer_mode="extractive"))
+    ctx.ingestor.ingest_manifest(ROOT/"golden"/"corpus"/"manifest.yaml", progress=False)
+    res = run_eval(ctx, ROOT/"golden"/"golden.yaml", tmp_path/"reports", judge=False, progress=False,
+                   baseline_path=tmp_path/"no-baseline.json")
+    ctx.close()
+    page = browser.new_page(viewport=dict(width=1400, height=900))
+    page.goto(res.report_html_path.as_uri())
+    cats = page.locator("h2", has_text="Refusal by category").locator("xpath=following-sibling::table[1]")
+    sync_api.expect(cats).to_contain_text("answerable")
+    shot(cats, "ui-report-evidence-categories.png")
+    row = page.locator("tr", has=page.locator("span.evidence", has_text="expected source shown")).first
+    sync_api.expect(row).to_contain_text("I could not confirm an answer")
+    shot(row, "ui-report-evidence.png")
     page.close()
 
 

@@ -17,8 +17,9 @@ from .approvals import stamp
 from .. import airgap
 
 # %% auto #0
-__all__ = ['DATA_NOTE', 'ToolError', 'UnknownTool', 'ToolContext', 'Tool', 'Registry', 'ToolOutput', 'call_tool', 'render_result',
-           'calculate', 'sql_readonly', 'http_get', 'search_docs', 'create_ticket', 'default_tools', 'default_registry']
+__all__ = ['DATA_NOTE', 'NOTES', 'ToolError', 'UnknownTool', 'ToolContext', 'Tool', 'Registry', 'ToolOutput', 'call_tool',
+           'render_result', 'calculate', 'sql_readonly', 'http_get', 'search_docs', 'create_ticket', 'default_tools',
+           'default_registry']
 
 # %% ../../nbs/40_agent_tools.ipynb #8458cc4d
 class ToolError(KeelError):
@@ -185,17 +186,30 @@ def _retriever(ctx:ToolContext):
     if r is None: raise ToolError("search_docs has no retriever in this deployment")
     return r if hasattr(r, "retrieve") else r()
 
+NOTES = dict(  # what the model is told with passages the gate did not confirm
+    evidence="Keel could not confirm that these passages answer the query: an answer built on them must say so",
+    refusal="Keel judges that these passages are unlikely to answer the query")
+
+def _search(r, query:str, tags, k:int) -> tuple[list[ChunkHit], object]:
+    "What the retriever found for `query`, and its assessment (the gate's score and kind) when it can make one."
+    assess = getattr(r, "assess", None)
+    return assess(query, tags) if assess else (r.retrieve(query, tags, k), None)
+
 def search_docs(query:str, ctx:ToolContext, k:int=4) -> ToolOutput:
-    "Passages the caller may see for `query`, numbered for citation across the run."
-    hits = [h for h in _retriever(ctx).retrieve(query, ctx.user.tags, k) if allowed(h.acl_tags, ctx.user.tags)
-            and not h.quarantined][:k]
+    "Passages the caller may see for `query`, numbered for citation across the run, and what the gate makes of them."
+    found, asm = _search(_retriever(ctx), query, ctx.user.tags, k)
+    hits = [h for h in found if allowed(h.acl_tags, ctx.user.tags) and not h.quarantined][:k]
     out = []
     for h in hits:
         known = [i for i, p in enumerate(ctx.passages, 1) if p.chunk_id == h.chunk_id]
         if not known: ctx.passages.append(h)
         n = known[0] if known else len(ctx.passages)
         out.append(dict(n=n, title=h.title, heading=h.heading, text=h.text))
-    return ToolOutput(dict(passages=out) if out else dict(passages=[], note="no passage you may see matches"), hits)
+    kind = "refusal" if not hits else asm.kind if asm is not None else "answer"
+    data = dict(kind=kind, passages=out, **({} if asm is None else dict(answerability=round(float(asm.score), 4))))
+    if not out: data["note"] = "no passage you may see matches"
+    elif kind in NOTES: data["note"] = NOTES[kind]
+    return ToolOutput(data, hits)
 
 # %% ../../nbs/40_agent_tools.ipynb #c1a3ec5d
 def create_ticket(args:dict, ctx:ToolContext) -> dict:

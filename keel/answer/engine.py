@@ -13,14 +13,15 @@ from ..errors import KeelError, InputError, ModelError
 from ..providers.base import ChunkHit, ChatResult, ChatMessage, allowed, first_repeat, count_tokens
 from .types import User, Citation, Answer
 from .attribution import terms, sentences, statements, figures, attribute, rebuild
-from .prompts import (REFUSAL, Prompt, build_prompt, fit_prompt, is_refusal, is_bare_citation,
+from .prompts import (REFUSAL, EVIDENCE, Prompt, build_prompt, fit_prompt, is_refusal, is_bare_citation,
                                  strip_scaffolding, citation_numbers, CITE_RE, clean_source)
 from .jsonschema import validate
 
 # %% auto #0
 __all__ = ['best_sentence', 'citation_for', 'resolve_citations', 'infer_citations', 'ranked_sentences', 'SentenceRanking',
-           'extract', 'yes_no', 'quantities', 'says_nothing', 'repair_focus', 'AnswerEngine', 'model_location',
-           'lead_sentence', 'parse_json_reply', 'digest', 'format_answer']
+           'extract', 'evidence_passages', 'evidence_text', 'yes_no', 'quantities', 'says_nothing', 'repair_focus',
+           'AnswerEngine', 'model_location', 'lead_sentence', 'parse_json_reply', 'digest', 'answer_inputs',
+           'format_answer']
 
 # %% ../../nbs/31_answer_engine.ipynb #d7dbe3fc
 def best_sentence(text:str, # the passage
@@ -98,6 +99,29 @@ def extract(question:str, # the user's question
     if not ranked or ranked[0][0] <= 0: return "", []
     keep = [r for r in ranked[:most] if r[0] >= .6 * ranked[0][0]]
     return " ".join(f"{s} [{n}]" for _, n, s in keep), sorted({n for _, n, _ in keep})
+
+# %% ../../nbs/31_answer_engine.ipynb #cf7f3780
+def _quote(s:str, limit:int=300) -> str:
+    "A passage's sentence for quoting: its own bracketed numbers removed, white space folded, cut to `limit`."
+    s = re.sub(r"\s+([.,;:!?])", r"\1", " ".join(CITE_RE.sub(" ", s).split())).replace('"', "'")
+    return s if len(s) <= limit else s[:limit].rsplit(" ", 1)[0] + " ..."
+
+def evidence_passages(question:str, # the user's question
+                      hits:list[ChunkHit], # the passages the gate saw, numbered in this order
+                      tags, # the asker's tags: each passage shown is checked against them again
+                      most:int=3, # passages shown at most
+                      ranked:list|None=None # `ranked_sentences(question, hits)` when already computed
+                     ) -> list[tuple[int, str]]:
+    "(number, best sentence) of the first `most` permitted passages with a sentence sharing a word with `question`."
+    ranked = ranked_sentences(question, hits) if ranked is None else ranked
+    best = {}
+    for _, n, s in ranked: best.setdefault(n, s)
+    ok = [n for n, h in enumerate(hits, 1) if n in best and allowed(h.acl_tags, tags) and not h.quarantined]
+    return [(n, _quote(best[n])) for n in ok[:most]]
+
+def evidence_text(shown:list[tuple[int, str]]) -> str:
+    "The evidence reply: the fixed sentence, then each shown sentence quoted with its `[n]`, one per line."
+    return "\n".join([EVIDENCE] + [f'"{s}" [{n}]' for n, s in shown])
 
 # %% ../../nbs/31_answer_engine.ipynb #25bdf53e
 _IDENT = re.compile(r"\b[A-Za-z]+[-/]?\d[\w-]*")
@@ -312,31 +336,70 @@ def _finish(self:AnswerEngine, a:Answer, user:User, question:str, t0:float, extr
     self.ledger.append("answer", a.request_id, dict(
         refused=a.refused, citations=[c.chunk_id for c in a.citations], inferred=any(c.inferred for c in a.citations),
         answer_sha256=self._stored_digest(a.text), prompt_tokens=a.prompt_tokens, output_tokens=a.output_tokens,
-        latency_ms=a.latency_ms, model=a.model, mode=a.mode, produced_by=a.produced_by, error=a.error, **extra))
+        latency_ms=a.latency_ms, model=a.model, mode=a.mode, produced_by=a.produced_by, kind=a.kind, error=a.error,
+        cached=a.cached, **extra))
     self.log.record(a, user, question, mode=a.mode)
     return a
 
 # %% ../../nbs/31_answer_engine.ipynb #36d6354e
 @patch
-def _retrieve(self:AnswerEngine, question:str, user:User, rid:str) -> tuple[list[ChunkHit], bool, float, float]:
-    "Permitted hits, whether the gate passes, the retrieval ms and the gate's score; writes the `retrieval` row."
-    t0 = time.perf_counter()
+def gated_hits(self:AnswerEngine, question:str, # the question, stripped
+               user:User) -> tuple[list[ChunkHit], bool, float, float, object, bool]:
+    "Permitted hits, whether the gate passes, its score, threshold and assessment, and if it is in the evidence band."
     k, assess = self.settings.top_k_final, getattr(self.retriever, "assess", None)
     found, asm = assess(question, user.tags, k) if assess else (self.retriever.retrieve(question, user.tags, k), None)
     hits = [h for h in found if allowed(h.acl_tags, user.tags) and not h.quarantined][:k]
-    ms = (time.perf_counter() - t0) * 1000
     top = max((h.relevance for h in hits), default=0.0)
     score, threshold = (asm.score, asm.threshold) if asm else (top, self.settings.min_relevance)
-    passed = bool(hits) and score >= threshold
+    passed, ev = bool(hits) and score >= threshold, self.evidence_threshold(asm, threshold)
+    band = bool(hits) and not passed and ev is not None and score >= ev
+    return hits, passed, float(score), float(threshold), asm, band
+
+@patch
+def evidence_threshold(self:AnswerEngine, asm, # the retriever's assessment, or None for a stand-in retriever
+                       threshold:float) -> float|None:
+    "The lower bound of the evidence band: the assessment's, else `min_evidence`; None when there is no band."
+    if not self.settings.evidence: return None
+    ev = getattr(asm, "evidence_threshold", None) if asm is not None else self.settings.min_evidence
+    return None if ev is None else min(float(ev), threshold)
+
+@patch
+def _retrieve(self:AnswerEngine, question:str, user:User, rid:str) -> tuple[list[ChunkHit], bool, bool, float, float]:
+    "Permitted hits, whether the gate passes, the evidence band, retrieval ms, the score; writes the `retrieval` row."
+    t0 = time.perf_counter()
+    hits, passed, score, threshold, asm, band = self.gated_hits(question, user)
+    ms, k, ev = (time.perf_counter() - t0) * 1000, self.settings.top_k_final, self.evidence_threshold(asm, threshold)
+    top = max((h.relevance for h in hits), default=0.0)
     row = dict(k=k,
                chunks=[dict(id=h.chunk_id, score=round(float(h.score), 6), relevance=round(float(h.relevance), 6))
                        for h in hits], top_relevance=round(float(top), 6), answerability=round(float(score), 6),
-               threshold=round(float(threshold), 6), gate="pass" if passed else "refuse", ms=round(ms, 3))
+               threshold=round(float(threshold), 6), gate="pass" if passed else "evidence" if band else "refuse",
+               evidence_threshold=None if ev is None else round(ev, 6),
+               ms=round(ms, 3))
     if asm:
         row.update(features={f: round(float(v), 4) for f, v in asm.features.items()}, calibration=asm.calibration,
                    calibration_note=asm.note)
     self.ledger.append("retrieval", rid, row)
-    return hits, passed, ms, float(score)
+    return hits, passed, band, ms, float(score)
+
+# %% ../../nbs/31_answer_engine.ipynb #b73a0c2f
+def answer_inputs(question:str, user:User, mode:str, # `generative`, `extractive` or `json`
+                  hits:list[ChunkHit], passed:bool|str, # the permitted passages; the verdict: True, False or `evidence`
+                  schema:dict|None=None) -> str: # JSON mode's schema
+    "SHA-256 of what an answer is made from once retrieval is done: question, asker, mode, schema, verdict, passages."
+    passages = [[h.chunk_id, h.document_id, h.source, h.title, h.heading, h.page, list(h.acl_tags), h.text,
+                 float(h.relevance), h.start, h.end] for h in hits]
+    blob = json.dumps([question, user.name, user.effective_tags, mode, schema, passed, passages], sort_keys=True,
+                      ensure_ascii=False, default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+@patch
+def inputs_digest(self:AnswerEngine, question:str, user:User, json_schema:dict|None=None) -> tuple[str, float]:
+    "What an answer to `question` would carry as `inputs_digest` now, and the gate's score (retrieval alone)."
+    question = question.strip()
+    hits, passed, score, _, _, band = self.gated_hits(question, user)
+    mode = "json" if json_schema is not None else self.settings.answer_mode
+    return answer_inputs(question, user, mode, hits, "evidence" if band else passed, json_schema), score
 
 # %% ../../nbs/31_answer_engine.ipynb #04e4636c
 @patch
@@ -369,9 +432,11 @@ def answer(self:AnswerEngine, question:str, # the user's question
 # %% ../../nbs/31_answer_engine.ipynb #aaba8900
 @patch
 def _answer(self:AnswerEngine, question:str, user:User, schema, a:Answer, t0:float) -> Answer:
-    hits, passed, rms, score = self._retrieve(question, user, a.request_id)
+    hits, passed, band, rms, score = self._retrieve(question, user, a.request_id)
     a.timings["retrieval_ms"] = round(rms, 3)
     a.retrieved, a.answerability = hits, round(score, 4)
+    a.inputs_digest = answer_inputs(question, user, a.mode, hits, "evidence" if band else passed, schema)
+    if band: return self._evidence(question, user, hits, a, t0)
     if not passed:
         a.text, a.refused, a.produced_by = REFUSAL, True, "refusal"
         return self._finish(a, user, question, t0,
@@ -384,6 +449,7 @@ def _answer(self:AnswerEngine, question:str, user:User, schema, a:Answer, t0:flo
 def _add_usage(a:Answer, res:ChatResult, tm:dict):
     a.prompt_tokens += res.prompt_tokens; a.output_tokens += res.output_tokens
     a.model = res.model or a.model
+    a.cached += int(bool(getattr(res, "cached", False)))
     for k, v in tm.items(): a.timings[k] = round(a.timings.get(k, 0) + v, 3)
 
 @patch
@@ -409,6 +475,16 @@ def _extractive(self:AnswerEngine, question, user, hits, a:Answer, t0) -> Answer
     if not text: a.text, a.refused, a.produced_by = REFUSAL, True, "refusal"
     else: (a.text, a.citations), a.produced_by = resolve_citations(text, hits), "extractive"
     return self._finish(a, user, question, t0, dict(reason="no supporting sentence" if a.refused else None))
+
+@patch
+def _evidence(self:AnswerEngine, question, user, hits, a:Answer, t0) -> Answer:
+    shown = evidence_passages(question, hits, user.tags)
+    if not shown:
+        a.text, a.refused, a.produced_by = REFUSAL, True, "refusal"
+        return self._finish(a, user, question, t0, dict(reason="in the evidence band, but no passage to show"))
+    a.text, a.produced_by = evidence_text(shown), "evidence"
+    a.citations = [citation_for(n, hits[n - 1], s) for n, s in shown]
+    return self._finish(a, user, question, t0, dict(reason="below the answer threshold: the closest passages shown"))
 
 @patch
 def _json(self:AnswerEngine, question, user, hits, schema, a:Answer, t0) -> Answer:

@@ -10,12 +10,15 @@ from typing import Callable
 from ..providers.base import ChatMessage, ChunkHit
 
 # %% auto #0
-__all__ = ['REFUSAL', 'RULES', 'FIRMER', 'EXAMPLE', 'STOP', 'CITE_RE', 'clean_source', 'source_label', 'format_sources',
-           'completion_prompt', 'chat_messages', 'json_prompt', 'json_messages', 'Prompt', 'build_prompt', 'fit_prompt',
-           'is_refusal', 'is_bare_citation', 'strip_scaffolding', 'citation_numbers']
+__all__ = ['REFUSAL', 'EVIDENCE', 'RULES', 'FIRMER', 'EXAMPLE', 'STOP', 'CITE_RE', 'clean_source', 'source_label',
+           'format_sources', 'completion_prompt', 'chat_messages', 'json_prompt', 'json_messages', 'Prompt',
+           'build_prompt', 'fit_prompt', 'is_refusal', 'is_bare_citation', 'strip_scaffolding', 'citation_numbers']
 
 # %% ../../nbs/30_answer_prompts.ipynb #b82bf599
 REFUSAL = "I can't answer that from the documents available to you."
+
+# %% ../../nbs/30_answer_prompts.ipynb #b240a7a4
+EVIDENCE = "I could not confirm an answer in the documents available to you. The closest passages say:"
 
 # %% ../../nbs/30_answer_prompts.ipynb #9c101801
 _TEMPLATE_TOKENS = re.compile(r"<\|?/?(?:start_of_turn|end_of_turn|im_start|im_end|eot_id|start_header_id|"

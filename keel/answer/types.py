@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, asdict
 from ..providers.base import ChunkHit, effective_tags
 
 # %% auto #0
-__all__ = ['User', 'Citation', 'Answer']
+__all__ = ['KINDS', 'User', 'Citation', 'Answer']
 
 # %% ../../nbs/29_answer_types.ipynb #8f6b44c5
 @dataclass(frozen=True)
@@ -54,7 +54,18 @@ class Answer:
     timings: dict = field(default_factory=dict)   # ms per stage: retrieval, prompt, generation
     # the gate's score: the probability that the retrieved passages answer the question
     answerability: float|None = None
-    produced_by: str = ""           # generated, repaired, extractive_fallback, extractive, refusal (JSON mode: empty)
+    # generated, repaired, extractive_fallback, extractive, evidence or refusal (JSON mode: empty)
+    produced_by: str = ""
     screen: dict|None = None        # the injection screen's verdict on the question, when it flagged it (`verdict_row`)
+    # SHA-256 of what the reply was made from once retrieval was done (`keel.answer.engine.answer_inputs`)
+    inputs_digest: str = ""
+    cached: int = 0                 # model calls of this answer served from the model-call cache
 
-    def to_dict(self) -> dict: return asdict(self)
+    @property
+    def kind(self) -> str:
+        "`answer`, `evidence` or `refusal` (one of `KINDS`)."
+        return "refusal" if self.refused else "evidence" if self.produced_by == "evidence" else "answer"
+
+    def to_dict(self) -> dict: return {**asdict(self), "kind": self.kind}
+
+KINDS = ("answer", "evidence", "refusal")

@@ -13,14 +13,15 @@ from ..db import fingerprint
 from ..providers.base import allowed
 from ..stats import roc_auc
 from ..retrieval.answerability import (Answerability, Calibration, DEFAULT_CALIBRATION, operating_point, error_rates,
-                                          save_calibration, fit_calibration, evidence_ceiling)
+                                          save_calibration, fit_calibration, evidence_ceiling, refusal_point,
+                                          outcome_rates)
 from .core import document_matches
 from .golden import GoldenItem, GoldenSet, read_golden_set, load_golden, golden_digest
 from types import SimpleNamespace as NS
 
 # %% auto #0
 __all__ = ['MIN_ITEMS', 'REFIT_L2', 'REFIT_FOLDS', 'source_documents', 'usable_items', 'draft_items', 'calibration_rows', 'refit',
-           'calibrate', 'report_lines', 'cli']
+           'calibrate', 'three_way_lines', 'report_lines', 'cli']
 
 # %% ../../nbs/55b_evals_calibrate.ipynb #13b3621b
 MIN_ITEMS = 20
@@ -80,7 +81,8 @@ def _item_folds(rows:list[dict], k:int) -> np.ndarray:
 
 def refit(rows:list[dict], # calibration rows with `features` and `label`
           target:float, prior:Calibration=DEFAULT_CALIBRATION, l2:float=REFIT_L2,
-          k:int=REFIT_FOLDS) -> tuple[Calibration, dict]:
+          k:int=REFIT_FOLDS, target_refusal:float|None=None # also the evidence threshold, from the held-out scores
+         ) -> tuple[Calibration, dict]:
     "Weights refitted on the rows towards `prior`, and their cross-validated figures (held-out scores and threshold)."
     X = [dict(r["features"], label=r["label"])
          for r in rows]; y = np.array([r["label"] for r in rows]); f = _item_folds(rows, k)
@@ -91,8 +93,11 @@ def refit(rows:list[dict], # calibration rows with `features` and `label`
         oof[f == i] = [cal.probability(x) for x, j in zip(X, f) if j == i]
     op = operating_point(oof, y, target)
     full = fit_calibration(X, target, l2, prior=prior)
+    ev = {} if target_refusal is None else dict(
+        evidence_threshold=min(refusal_point(oof, y, target_refusal)["threshold"], op["threshold"]))
+    if ev: ev["three_way"] = outcome_rates(oof, y, op["threshold"], ev["evidence_threshold"])
     return Calibration(**{**full.to_dict(), "threshold": op["threshold"]}), dict(
-        auc_cv=roc_auc(oof, y), folds=k, l2=l2, **op)
+        auc_cv=roc_auc(oof, y), folds=k, l2=l2, **op, **ev)
 
 
 # %% ../../nbs/55b_evals_calibrate.ipynb #fc0433fa
@@ -101,9 +106,10 @@ def calibrate(ctx, # an AppContext (con, retriever, ledger, settings)
               target:float|None=None, # the false-answer rate to stay within; default settings.target_false_answer
               min_items:int=MIN_ITEMS,
               drafts:int=0, # also draft this many questions from the corpus with the model (too few golden items)
-              refit_weights:bool=False # refit the weights on these items too (cross-validated), not only the threshold
+              refit_weights:bool=False, # refit the weights on these items too (cross-validated), not only the threshold
+              target_refusal:float|None=None # answerable questions refused at most (settings.target_false_refusal)
              ) -> dict:
-    "Measure the answerability score on the corpus, choose the threshold, store the calibration and write a ledger row."
+    "Measure the answerability score on the corpus, choose both thresholds, store the calibration, write a ledger row."
     gs = golden if isinstance(golden, GoldenSet) else read_golden_set(golden)
     golden_path, items = gs.path, gs.items + draft_items(ctx, drafts)
     usable, why = usable_items(ctx.con, items)
@@ -116,26 +122,34 @@ def calibrate(ctx, # an AppContext (con, retriever, ledger, settings)
                              f"{min_items}, "
                              "or let the model draft some from the corpus with --draft N")
     target = ctx.settings.target_false_answer if target is None else target
+    tr = ctx.settings.target_false_refusal if target_refusal is None else target_refusal
     scorer = Answerability(ctx.retriever, ctx.settings, calibration=DEFAULT_CALIBRATION)
     rows = calibration_rows(scorer, ctx.con, usable)
     p, y = [r["score"] for r in rows], [r["label"] for r in rows]
     op, base = operating_point(p, y, target), DEFAULT_CALIBRATION
+    op["evidence_threshold"] = min(refusal_point(p, y, tr)["threshold"], op["threshold"])
+    op["three_way"] = outcome_rates(p, y, op["threshold"], op["evidence_threshold"])
     measured = dict(auc=roc_auc(p, y), n_items=len(usable), n=len(rows), **op, golden=str(golden_path),
                     golden_digest=golden_digest(items),
                     default_threshold=error_rates(p, y, DEFAULT_CALIBRATION.threshold), skipped=why,
+                    default_three_way=outcome_rates(p, y, DEFAULT_CALIBRATION.threshold,
+                                                    DEFAULT_CALIBRATION.evidence_threshold),
                     ceiling=evidence_ceiling([r["source_found"] for r in rows if r["label"]], target))
     if refit_weights:
-        base, cv = refit(rows, target)
+        base, cv = refit(rows, target, target_refusal=tr)
         measured.update(auc_shipped=measured["auc"], auc=cv["auc_cv"], refit=cv,
-                        **{k: cv[k] for k in ("threshold", "false_refusal", "false_answer")})
+                        **{k: cv[k] for k in ("threshold", "false_refusal", "false_answer", "evidence_threshold",
+                                              "three_way")})
         op = cv
     cal = Calibration(**{**base.to_dict(), "threshold": op["threshold"], "target_false_answer": target,
+                         "evidence_threshold": op["evidence_threshold"], "target_false_refusal": tr,
                          "source": "corpus", "embedding_model": scorer.embedding_model,
                          "corpus_fingerprint": fingerprint(ctx.con), "measured": measured,
                          "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")})
     path = save_calibration(cal, ctx.settings.data_dir)
     seq = ctx.ledger.append("calibration", uuid.uuid4().hex, dict(
         path=str(path), sha256=hashlib.sha256(path.read_bytes()).hexdigest(), threshold=cal.threshold, target=target,
+        evidence_threshold=cal.evidence_threshold, target_refusal=tr,
         auc=measured["auc"], false_refusal=op["false_refusal"], false_answer=op["false_answer"], items=len(usable),
         embedding_model=cal.embedding_model, corpus_fingerprint=cal.corpus_fingerprint,
         golden_digest=measured["golden_digest"]))
@@ -152,6 +166,15 @@ def _ceiling_lines(m:dict, target:float) -> list[str]:
             f"{target:.0%} false answers still refuse {c['false_refusal_at_target']:.1%} (a goal beyond that needs a "
             f"better retriever, not a better gate)"]
 
+def three_way_lines(m:dict) -> list[str]:
+    "Shares answered, shown evidence and refused, visible and masked, at the chosen thresholds and the shipped ones."
+    if not (t := m.get("three_way")): return []
+    kinds, out = ("answered", "evidence", "refused"), [f"  {'':<46}{'answered':>9}{'evidence':>9}{'refused':>9}"]
+    for name, o in (("", t), ("shipped defaults: ", m.get("default_three_way"))):
+        for label, part in (("sources visible (answerable)", "answerable"), ("sources masked", "unanswerable")):
+            if o: out.append(f"  {name + label:<46}" + "".join(f"{o[part][k]:>9.1%}" for k in kinds))
+    return out
+
 def report_lines(res:dict) -> list[str]:
     "What `keel calibrate` prints."
     cal, m = res["calibration"], res["calibration"].measured
@@ -165,6 +188,10 @@ def report_lines(res:dict) -> list[str]:
             f"operating point: threshold {cal.threshold:.4f} for at most {cal.target_false_answer:.0%} false answers",
             f"  false refusals (sources visible, refused): {round(fr * n)}/{n} = {fr:.1%}",
             f"  false answers  (sources masked, answered): {round(fa * n)}/{n} = {fa:.1%}",
+            *([f"evidence threshold {cal.evidence_threshold:.4f} for at most {cal.target_false_refusal:.0%} of "
+               "answerable questions refused: between the two thresholds the closest passages are shown"]
+              if cal.evidence_threshold is not None else []),
+            *three_way_lines(m),
             f"  (the shipped default threshold {DEFAULT_CALIBRATION.threshold:.4f} here: false refusals "
             f"{d['false_refusal']:.1%}, false answers {d['false_answer']:.1%})",
             *_ceiling_lines(m, cal.target_false_answer),
@@ -183,6 +210,9 @@ def _parser():
                    help="golden set YAML (default: golden/golden.yaml)")
     p.add_argument("--target", type=float,
                    help="false-answer rate to stay within (default: KEEL_TARGET_FALSE_ANSWER, 0.10)")
+    p.add_argument("--target-refusal", type=float,
+                   help="share of answerable questions the evidence threshold may refuse (default: "
+                        "KEEL_TARGET_FALSE_REFUSAL, 0.10)")
     p.add_argument("--draft", type=int, default=0, metavar="N",
                    help="also draft N questions from the corpus with the model "
                    "(written to DATA_DIR/calibration-drafts.yaml for review) when the golden set has too few usable "
@@ -193,11 +223,13 @@ def _parser():
     return p
 
 def _calibrate(a, make_ctx) -> int:
-    if a.target is not None and not 0 < a.target < 1:
-        raise InputError(f"--target {a.target} must be between 0 and 1", fix="e.g. --target 0.1")
+    for name, v in (("--target", a.target), ("--target-refusal", a.target_refusal)):
+        if v is not None and not 0 < v < 1:
+            raise InputError(f"{name} {v} must be between 0 and 1", fix=f"e.g. {name} 0.1")
     if a.draft < 0: raise InputError("--draft must be 0 or more", fix="e.g. --draft 30")
     golden = read_golden_set(a.golden)      # read once; invalid input fails before any model is loaded
-    print("\n".join(report_lines(calibrate(make_ctx(), golden, a.target, drafts=a.draft, refit_weights=a.refit))))
+    print("\n".join(report_lines(calibrate(make_ctx(), golden, a.target, drafts=a.draft, refit_weights=a.refit,
+                                           target_refusal=a.target_refusal))))
     return EXIT_OK
 
 def cli(argv:list[str], # arguments after `keel calibrate`

@@ -90,6 +90,8 @@ RUN_OUTCOMES = (
     _O("citation_valid", "citation_valid", verb="cites validly on"),
     _O("leak", "leaks", "count", better=-1, verb="leaks on"), _O("error", "error", "text", better=-1, verb="fails on"),
     *(_O(f"hit_at_{k}", f"hit_at_{k}", verb=f"finds an expected source in the top {k} on") for k in (1, 3, 5)),
+    _O("answered", "answered", verb="answers outright"), _O("evidence", "evidence", better=0, verb="shows evidence on"),
+    _O("helpful", "helpful", verb="helps on"),
     *(_O(m, {"mrr": "rr"}.get(m, m), binary=False) for m in ("mrr", "context_precision", "context_recall",
                                                               "token_f1", "answer_recall", "supported_sentences")),
     _O("unsupported_figures", "unsupported_figures", binary=False, better=-1),
@@ -585,7 +587,8 @@ def format_html(c:dict) -> str:
                        + (f"<br><small>{esc(m['power_note'])}</small>" if m["power_note"] else "") + "</li>"
                        for m in c["metrics"])
     cls = "fail" if c["worse"] else "pass"
-    return report_page("Keel comparison", f"<h1>Keel comparison</h1><p>A: <code>{esc(c['a']['label'])}</code> ({esc(c['a']['stamp'])})"
+    return report_page("Keel comparison",
+                       f"<h1>Keel comparison</h1><p>A: <code>{esc(c['a']['label'])}</code> ({esc(c['a']['stamp'])})"
             f" · B: <code>{esc(c['b']['label'])}</code> ({esc(c['b']['stamp'])})</p><div class=\"gate {cls}\">"
             f"{esc(c['verdict'])}</div><p>{esc(items_line(c))}</p><h2>Configuration</h2><ul>"
             + "".join(f"<li>{esc(x)}</li>" for x in config_lines(c)) + "</ul><h2>Flips</h2>"

@@ -14,7 +14,8 @@ from ..stats import mean
 # %% auto #0
 __all__ = ['RATES', 'COUNTS', 'COSTS', 'REFUSAL_RATES', 'DEFAULT_THRESHOLDS', 'norm', 'heading_levels', 'document_matches',
            'heading_matches', 'SourceRef', 'source_ref', 'mean_by_key', 'invalid', 'check_keys', 'text_value',
-           'int_value', 'number_value', 'text_list', 'read_dataset', 'metric_kind', 'item_value', 'settings_digest']
+           'int_value', 'number_value', 'text_list', 'read_dataset', 'metric_kind', 'item_value', 'kind_of',
+           'settings_digest']
 
 # %% ../../nbs/49_evals_core.ipynb #13a56485
 def norm(s) -> str:
@@ -152,14 +153,15 @@ def read_dataset(path:Path|str, # a dataset YAML file
 
 # %% ../../nbs/49_evals_core.ipynb #58bc844f
 RATES = ("hit_at_1", "hit_at_3", "hit_at_5", "mrr", "context_precision", "context_recall", "refusal_correct",
-         "must_include", "must_not_include", "citation_valid", "groundedness", "relevance", "correctness",
+         "answered", "evidence_rate", "evidence_hit", "helpful_rate", "must_include", "must_not_include",
+         "citation_valid", "groundedness", "relevance", "correctness",
          "token_f1", "answer_recall", "supported_sentences", "unsupported_figures",
          "model_cited")   # the last five: keel.evals.grounding
 COUNTS = ("false_refusals", "false_answers", "leaks", "judge_unscored", "errors")
 COSTS = ("latency_p50_ms", "latency_p95_ms", "prompt_tokens", "output_tokens")
 REFUSAL_RATES = ("false_refusal_rate", "false_answer_rate")   # over answerable items / over items that must be refused
-DEFAULT_THRESHOLDS = {"hit_at_3": 0.05, "groundedness": 0.05, "refusal_correct": 0.05,
-                      "must_not_include": 0.0, "leaks": 0}
+DEFAULT_THRESHOLDS = {"hit_at_3": 0.05, "groundedness": 0.05, "refusal_correct": 0.05, "answered": 0.05,
+                      "helpful_rate": 0.05, "must_not_include": 0.0, "leaks": 0}
 
 def metric_kind(name:str) -> str:
     "`rate`, `count` or `cost`; an unknown name is an `InputError`."
@@ -168,7 +170,8 @@ def metric_kind(name:str) -> str:
     raise InputError(f"unknown metric {name!r}", fix=f"use one of: {', '.join(RATES + COUNTS + COSTS)}")
 
 # %% ../../nbs/49_evals_core.ipynb #037a1e18
-_ITEM_KEY = dict(mrr="rr", must_include="must_include_pass", must_not_include="must_not_include_pass")
+_ITEM_KEY = dict(mrr="rr", must_include="must_include_pass", must_not_include="must_not_include_pass",
+                 evidence_rate="evidence", helpful_rate="helpful")
 _OUTCOME = dict(false_refusals="false_refusal", false_answers="false_answer")
 
 def item_value(row:dict, # one item row of a golden run
@@ -181,9 +184,15 @@ def item_value(row:dict, # one item row of a golden run
     v = row.get(_ITEM_KEY.get(metric, metric))
     return None if v is None else float(v)
 
+# %% ../../nbs/49_evals_core.ipynb #5d6ae6d7
+def kind_of(row:dict) -> str:
+    "An item row's kind: `answer`, `evidence` or `refusal`; a row written before kinds existed reads `refused`."
+    if row.get("kind"): return row["kind"]
+    return "refusal" if row.get("refused") else "evidence" if row.get("produced_by") == "evidence" else "answer"
+
 # %% ../../nbs/49_evals_core.ipynb #c9b7360e
 def settings_digest(settings) -> str:
-    "SHA-256 of a settings dataclass without fields whose name contains `key`."
+    "SHA-256 of a settings dataclass without fields whose name contains `key`, nor `cache`."
     d = {k: v for k, v in dataclasses.asdict(settings).items()
-         if "key" not in k} if dataclasses.is_dataclass(settings) else {}
+         if "key" not in k and k != "cache"} if dataclasses.is_dataclass(settings) else {}
     return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()

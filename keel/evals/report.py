@@ -12,7 +12,8 @@ from .core import RATES, COUNTS, COSTS, DEFAULT_THRESHOLDS, item_value, settings
 
 # %% auto #0
 __all__ = ['SCHEMA_VERSION', 'METHODOLOGY', 'GROUPS', 'CSS', 'TREND_METRICS', 'build_payload', 'write_run_files', 'write_report',
-           'report_page', 'esc', 'fmt', 'render_report', 'mean_interval', 'scorecard', 'runs_frame', 'trend_figure']
+           'metric_groups', 'report_page', 'esc', 'fmt', 'render_report', 'mean_interval', 'scorecard', 'runs_frame',
+           'trend_figure']
 
 # %% ../../nbs/56_evals_report.ipynb #bc0b6cff
 SCHEMA_VERSION = 1
@@ -30,6 +31,13 @@ METHODOLOGY = [
     "not say). The false-refusal rate is over answerable items, the false-answer rate over the others, overall and per "
     "category. Each item shows the gate's answerability score and, even when refused, what retrieval found for its "
     "user.",
+    "Every reply is of one kind: answer, evidence (the closest passages the asker may see, quoted and cited, after a "
+    "fixed sentence saying no answer was confirmed) or refusal. Evidence is neither a false answer nor a refusal: "
+    "refusal correctness and must_include do not apply to it; evidence_rate counts it in every category, evidence_hit "
+    "says whether the shown passages include an expected source (answerable items), answered is the share of "
+    "answerable items answered outright, and helpful_rate the share of answerable items answered correctly (every "
+    "must_include string, or without any an expected source cited) or given evidence with an expected source. Leaks "
+    "are checked in all three kinds.",
     "Floors declared by the golden set are absolute bounds checked with or without a baseline: at least the floor for "
     "metrics where higher is better, at most it for rates and counts where lower is better. A floor over a missing "
     "metric is not applicable.",
@@ -55,6 +63,13 @@ METHODOLOGY = [
     "A rate over no applicable item is missing (—), never perfect, and is skipped by the gate.",
     "The gate fails a metric when current − baseline < −tolerance. The 95% interval is a paired bootstrap (2,000 "
     "resamples, seeded) over items matched by id.",
+    "With --since REPORT, an item is asked again when the code, settings, model, judges or rubrics differ, when it "
+    "is new or changed, when its earlier row holds an error, when a changed, added, re-tagged or removed document is "
+    "among its retrieved, cited or expected sources, or when retrieval run again puts anything else in front of the "
+    "model; every other row is carried over from that report, marked, with the gate's score of this retrieval.",
+    "A row is cached when every model call of its item (answer and judge) was served from the model-call cache, which "
+    "reuses a reply only for the very same call to the very same model (weights digest or endpoint and name, prompt, "
+    "sampling parameters, schema, seed, Keel's prompt format and provider source).",
 ]
 
 # %% ../../nbs/56_evals_report.ipynb #caf643b3
@@ -99,12 +114,18 @@ def write_report(payload:dict, report_dir:Path|str) -> tuple[Path, Path]:
 
 # %% ../../nbs/56_evals_report.ipynb #38f2ffff
 GROUPS = {"Retrieval": ("hit_at_1", "hit_at_3", "hit_at_5", "mrr", "context_precision", "context_recall"),
-          "Behaviour": ("refusal_correct", "false_refusal_rate", "false_answer_rate", "false_refusals", "false_answers",
+          "Behaviour": ("refusal_correct", "answered", "evidence_rate", "evidence_hit", "helpful_rate",
+                        "false_refusal_rate", "false_answer_rate", "false_refusals", "false_answers",
                         "must_include", "must_not_include", "citation_valid", "leaks", "errors"),
           "Generation (model-free)": ("token_f1", "answer_recall", "supported_sentences", "unsupported_figures",
                                       "model_cited"),
           "Generation (judge)": ("groundedness", "relevance", "correctness", "judge_unscored"),
           "Cost": COSTS}
+
+def metric_groups(m:dict) -> dict:
+    "`GROUPS`, and a run's rubric metrics (`rubric:<name>`, `keel.evals.rubrics`) as a group when it has any."
+    rub = tuple(k for k in m if k.startswith("rubric:"))
+    return {**GROUPS, **({"Rubrics (judge)": (*rub, "rubric_unscored")} if rub else {})}
 
 # %% ../../nbs/56_evals_report.ipynb #565e9b47
 CSS = """body{font:14px/1.45 system-ui,sans-serif;margin:1.5rem;color:#1d2330}h1{margin:0 0 \
@@ -119,7 +140,7 @@ td,th{border:1px solid #e3e3ea;padding:.25rem \
 .4rem;vertical-align:top;text-align:left;overflow-wrap:anywhere;word-break:break-word}
 .unreliable b,.unreliable{color:#9a9aa5}.unreliable b{text-decoration:line-through}
 th{background:#f4f5f9}td.q{max-width:22rem}.warn{background:#fff4d6;padding:.5rem;border-radius:6px}\
-code{font-size:12px}"""
+code{font-size:12px}.evidence{color:#8a5300;font-weight:600}"""
 
 def report_page(title:str, # the page title (escaped here)
          body:str, # the page's HTML body, already escaped by its harness
@@ -168,7 +189,7 @@ def _tiles(m:dict, gated:dict, ungated:dict, unreliable:dict|None=None) -> str:
     "The metric tiles, group by group."
     return "".join(f'<h3>{esc(g)}</h3><div class="tiles">'
                    + "".join(_tile(k, m.get(k), gated, ungated, unreliable or {}) for k in keys) + "</div>"
-                   for g, keys in GROUPS.items())
+                   for g, keys in metric_groups(m).items())
 
 # %% ../../nbs/56_evals_report.ipynb #b38acf60
 def _floors(g:dict) -> str:
@@ -208,13 +229,15 @@ def _splits(s:dict) -> str:
 
 # %% ../../nbs/56_evals_report.ipynb #a1fd6177
 def _categories(s:dict) -> str:
-    "Refusals per refusal category, with the gate's median answerability."
+    "Per refusal category: the three kinds, the category's error, evidence hits, helpfulness, median answerability."
     cats = s.get("by_category") or {}
     if not cats: return ""
-    rows = "".join(_tr(esc(c), v["n"], v["refused"], *(esc(fmt(v[k])) for k in
-                       ("false_refusal_rate", "false_answer_rate", "answerability_p50"))) for c, v in cats.items())
-    heads = ("category", "items", "refused", "false-refusal rate", "false-answer rate", "answerability (median)")
-    return "<h2>Refusal by category</h2>" + _table(heads, rows)
+    keys = ("answered", "evidence", "refused", "false_refusal_rate", "false_answer_rate", "evidence_hit",
+            "helpful_rate", "answerability_p50")
+    rows = "".join(_tr(esc(c), v["n"], *(esc(fmt(v.get(k))) for k in keys)) for c, v in cats.items())
+    heads = ("category", "items", "answered", "evidence", "refused", "false-refusal rate", "false-answer rate",
+             "evidence hit", "helpful", "answerability (median)")
+    return "<h2>Refusal by category: answered, evidence, refused</h2>" + _table(heads, rows)
 
 # %% ../../nbs/56_evals_report.ipynb #2c3819eb
 def _tags(s:dict) -> str:
@@ -224,6 +247,18 @@ def _tags(s:dict) -> str:
                    for t, v in s.get("by_tags", {}).items())
     heads = ("tags", "items", "refusal correct", "false refusals", "false answers", "leaks")
     return "<h2>Refusals by user tags</h2>" + _table(heads, rows)
+
+# %% ../../nbs/56_evals_report.ipynb #2db29f5f
+def _rubric_trust(info:dict) -> str:
+    "Each rubric's criterion and scale, its judge's kappa against human labels with the interval, and whether it gates."
+    if not info: return ""
+    def kap(i):
+        return "—" if i.get("kappa") is None else f"{fmt(i['kappa'])} ({fmt(i['kappa_low'])} to {fmt(i['kappa_high'])})"
+    rows = "".join(_tr(esc(n), ("q", esc(i["criterion"])), esc(i["scale"]), esc(i.get("labels") or 0), esc(kap(i)),
+                       '<span class="pass">gated</span>' if i["gated"] else
+                       f'<span class="unreliable">not gated</span>: {esc(i["why"])}') for n, i in info.items())
+    return ("<h3>Rubrics</h3><p>A rubric gates only when the judge agrees with people on it.</p>"
+            + _table(("rubric", "criterion", "scale", "labels", "Cohen's kappa (95% interval)", "gate"), rows))
 
 # %% ../../nbs/56_evals_report.ipynb #dba4d051
 def _judge(p:dict) -> str:
@@ -237,7 +272,8 @@ def _judge(p:dict) -> str:
                        for m, r in ag["metrics"].items())
         table = (f"<p>Agreement with {ag['n']} human labels ({ag['unscored']} unscored), kappa bar "
                  f"{esc(j.get('kappa_bar'))}:</p>" + _table(("metric", "scored", "accuracy", "Cohen's kappa"), rows))
-    return f"<h2>Judge</h2><p>Judges: {esc(', '.join(j.get('judges', [])))}</p><ul>{notes}</ul>{table}"
+    return (f"<h2>Judge</h2><p>Judges: {esc(', '.join(j.get('judges', [])))}</p><ul>{notes}</ul>{table}"
+            + _rubric_trust(j.get("rubrics") or {}))
 
 # %% ../../nbs/56_evals_report.ipynb #a542b7c5
 def _retrieved(r:dict) -> str:
@@ -263,17 +299,23 @@ def _checks(r:dict) -> str:
 
 # %% ../../nbs/56_evals_report.ipynb #a1350532
 def _judged(r:dict) -> str:
-    "The judge's scores with their reasons, or why the item is unscored."
-    if r.get("judge_error"): return f'<span class="fail">unscored: {esc(r["judge_error"])}</span>'
+    "The judge's scores with their reasons, or why the item is unscored; then its rubric scores."
+    rub = "".join(f"<br>rubric {esc(n)} {esc(fmt(v.get('score')))}"
+                  + (": " + esc(v.get("error") or v.get("reason")) if v.get("error") or v.get("reason") else "")
+                  for n, v in (r.get("rubrics") or {}).items())
+    if r.get("judge_error"): return f'<span class="fail">unscored: {esc(r["judge_error"])}</span>' + rub
     jr = r.get("judge_reasons") or {}
     return "<br>".join(f"{esc(m)} {esc(fmt(r.get(m)))}" + (": " + esc(jr[m]) if jr.get(m) else "")
-                       for m in ("groundedness", "relevance", "correctness"))
+                       for m in ("groundedness", "relevance", "correctness")) + rub
 
 # %% ../../nbs/56_evals_report.ipynb #f271c302
 def _got(r:dict) -> str:
-    "The answer (marked when refused), how it was produced, and its model-free scores."
+    "The answer (marked when refused, or when it is evidence), how it was produced, and its model-free scores."
     out = ('<span class="' + ("pass" if r["refusal_correct"] else "fail") + '">refused</span> ' if r["refused"] else "")
-    out += esc(r["answer"])
+    if r.get("kind") == "evidence":
+        hit = {1.0: " (expected source shown)", 0.0: " (expected source not shown)"}.get(r.get("evidence_hit"), "")
+        out += f'<span class="evidence">evidence{hit}</span><br>'
+    out += "<br>".join(esc(line) for line in (r["answer"] or "").splitlines())
     if r.get("produced_by"):
         out += f"<br><small>{esc(r['produced_by'])}" + (" · model cited" if r.get("model_cited") else "") + "</small>"
     if r.get("token_f1") is not None:
@@ -283,10 +325,18 @@ def _got(r:dict) -> str:
                 f"unsupported figures {esc(fmt(r.get('unsupported_figures')))}</small>")
     return out
 
+# %% ../../nbs/56_evals_report.ipynb #3b173411
+def _provenance(r:dict) -> str:
+    "Whether the row was carried over from an earlier run or asked again (and why), and whether the cache served it."
+    out = f"<br><small>carried from {esc(r['carried_from'])}</small>" if r.get("carried_from") else ""
+    if r.get("rerun"): out += f"<br><small>asked again: {esc(', '.join(r['rerun']))}</small>"
+    return out + ("<br><small>cached</small>" if r.get("cached") else "")
+
 # %% ../../nbs/56_evals_report.ipynb #63b39c82
 def _item(r:dict) -> str:
     "One item's row: who asked, question, expectation, answer, retrieval, hit@3, judge, checks, latency."
     score = "" if r.get("answerability") is None else f"<br><small>answerability {esc(fmt(r['answerability']))}</small>"
+    score += _provenance(r)
     who = " · ".join(esc(x)
                      for x in (r.get("refusal_category", ""), r["category"], r["split"], ",".join(r["user_tags"])))
     expect = (("<i>must refuse</i>: " if r["expect_refusal"] else "") + esc(r["expected_answer"])
@@ -309,6 +359,21 @@ def _header(p:dict) -> str:
             f" · golden <code>{esc(p['golden_path'])}</code> <small>digest {esc(p['golden_digest'][:12])} · "
             f"settings {esc(p['settings_digest'][:12])}</small></p>")
 
+# %% ../../nbs/56_evals_report.ipynb #aae73ecd
+def _since(p:dict) -> str:
+    "What the run asked again since an earlier report and why, and how its model calls were served."
+    s, c, out = p.get("since"), p.get("cache") or {}, ""
+    if s:
+        why = ", ".join(f"{k} {v}" for k, v in s["reasons"].items()) or "nothing changed"
+        docs = "".join(f"<li><code>{esc(k)}</code>: {esc(v)}</li>" for k, v in s["documents"].items())
+        out += (f"<p>Since <code>{esc(s['report'])}</code> ({esc(s['stamp'])}): {s['rerun']} of "
+                f"{s['rerun'] + s['carried']} items asked again ({esc(why)}), {s['carried']} carried over.</p>"
+                + (f"<p>Documents changed since:</p><ul>{docs}</ul>" if docs else ""))
+    if c.get("on"):
+        out += (f"<p>Model calls: {c['hits'] + c['misses'] + c['bypassed']}, {c['hits']} served from the model-call "
+                f"cache.</p>")
+    return out
+
 # %% ../../nbs/56_evals_report.ipynb #be24b75e
 def render_report(payload:dict) -> str:
     "The self-contained HTML page of a run, rebuilt from its JSON payload; everything escaped."
@@ -321,7 +386,7 @@ def render_report(payload:dict) -> str:
     items = _table(heads, "".join(_item(r) for r in p["items"]))
     meth = "".join(f"<li>{esc(x)}</li>" for x in p.get("methodology", []))
     return report_page(f"Keel evaluation {p['stamp']}",
-                f"<h1>Keel evaluation</h1>{_header(p)}{warn}<h2>Gate</h2>{_gate(p)}<h2>Summary</h2>{summary}"
+                f"<h1>Keel evaluation</h1>{_header(p)}{_since(p)}{warn}<h2>Gate</h2>{_gate(p)}<h2>Summary</h2>{summary}"
                 f"<h2>Items</h2>{items}<h2>Methodology</h2><ul>{meth}</ul>")
 
 # %% ../../nbs/56_evals_report.ipynb #36dd24b0
@@ -338,12 +403,13 @@ def scorecard(result_or_payload):
     regs = {r["metric"] for r in p["gate"]["regressions"]}
     ung, unrel = (p.get("judge") or {}).get("ungated") or {}, (p.get("judge") or {}).get("unreliable") or {}
     out = []
-    for g, keys in GROUPS.items():
+    for g, keys in metric_groups(m).items():
         for k in keys:
-            lo, hi = mean_interval(rows, k) if k in RATES else (None, None)
+            lo, hi = mean_interval(rows, k) if k in RATES or k.startswith("rubric:") else (None, None)
             verdict = ("missing" if m.get(k) is None and k in th else f"UNRELIABLE: kappa {unrel[k]}" if k in unrel
                        and m.get(k) is not None else "REGRESSED" if k in regs else
-                       f"not gated: {ung[k]}" if k in th and k in ung else "pass" if k in th else "")
+                       f"not gated: {ung[k]}" if (k in th or k.startswith("rubric:")) and k in ung
+                       else "pass" if k in th else "")
             out.append(dict(metric=k, group=g, mean=m.get(k), interval=f"{lo:.2f}–{hi:.2f}" if lo is not None else "",
                             threshold=th.get(k), verdict=verdict))
     return pd.DataFrame(out)

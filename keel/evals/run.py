@@ -11,12 +11,13 @@ from ..errors import InputError, KeelError, ModelError, AirgapViolation, EXIT_OK
 from ..command import command_parser, run_command
 from ..executor import Task, Workers, is_remote
 from ..providers.base import allowed, ChunkHit
-from ..answer.types import User, Answer, Citation
+from ..answer.types import User, Answer, Citation, KINDS
 from ..observe import replay
 from ..stats import mean, percentile
 from .gate import (Gate, Regression, describe, matched_interval, load_baseline, default_baseline_path,
                              promote)
-from .core import SourceRef, RATES, COUNTS, REFUSAL_RATES, DEFAULT_THRESHOLDS, item_value, settings_digest
+from .core import (SourceRef, RATES, COUNTS, REFUSAL_RATES, DEFAULT_THRESHOLDS, item_value, settings_digest,
+                             kind_of)
 from .checkpoint import Checkpoint, code_version
 from .golden import GoldenItem, GoldenSet, read_golden_set, REFUSAL_CATEGORIES
 from .judge import (Judge, JudgeVerdict, combine_verdicts, second_judge, load_judge_labels, judge_agreement,
@@ -25,15 +26,16 @@ from .report import build_payload, write_report
 from .grounding import answer_metrics, grounding_agreement
 from .rubrics import RubricPlan, plan_rubrics, rubric_fields, rubric_means, rubric_lines
 from .verdict import check_line
+from .since import cache_tally, tracked, run_inputs, plan_since, merge, record, cache_summary, run_lines
 
 # %% auto #0
 __all__ = ['LOWER_IS_BETTER', 'HEADLINE', 'score_retrieval', 'find_strings', 'ChunkAccess', 'leaks_of', 'invalid_citations',
-           'outcome_of', 'check_item', 'judge_item', 'metrics_of', 'by_category', 'summarise', 'run_gate', 'compare',
-           'metric_value', 'apply_floors', 'judge_trust', 'unreliable_metrics', 'EvalResult', 'chunk_tags',
-           'ground_item', 'item_row', 'log_scores', 'ask_item', 'overfit_warning', 'category_warnings', 'run_judges',
-           'run_grounding', 'EvalItemTask', 'eval_items', 'run_checkpoint', 'ask_items', 'gate_run', 'run_warnings',
-           'run_eval', 'promote_baseline', 'headline', 'category_lines', 'floor_lines', 'gate_lines', 'print_result',
-           'cli']
+           'outcome_of', 'kind_fields', 'check_item', 'judge_item', 'metrics_of', 'by_category', 'summarise',
+           'run_gate', 'compare', 'metric_value', 'apply_floors', 'judge_trust', 'unreliable_metrics', 'EvalResult',
+           'chunk_tags', 'ground_item', 'item_row', 'log_scores', 'ask_item', 'overfit_warning', 'category_warnings',
+           'run_judges', 'run_grounding', 'EvalItemTask', 'eval_items', 'run_checkpoint', 'ask_items', 'gate_run',
+           'run_warnings', 'run_eval', 'promote_baseline', 'headline', 'category_lines', 'floor_lines', 'gate_lines',
+           'print_result', 'cli']
 
 # %% ../../nbs/55_evals_run.ipynb #38dee817
 def score_retrieval(item:GoldenItem, hits:list) -> dict:
@@ -88,9 +90,21 @@ def invalid_citations(ans:Answer, access:ChunkAccess) -> list:
             if c.chunk_id not in ret or not access.ok(c.chunk_id, list(ret[c.chunk_id].acl_tags))]
 
 def outcome_of(item:GoldenItem, ans:Answer) -> str:
-    "`answered`, `false_refusal`, `correct_refusal` or `false_answer`."
+    "`answered`, `evidence`, `false_refusal`, `correct_refusal` or `false_answer`."
+    if ans.kind == "evidence": return "evidence"
     if item.expect_refusal: return "correct_refusal" if ans.refused else "false_answer"
     return "false_refusal" if ans.refused else "answered"
+
+# %% ../../nbs/55_evals_run.ipynb #589e4bbe
+def kind_fields(item:GoldenItem, ans:Answer, missing:list # the `must_include` strings the reply lacks
+               ) -> dict:
+    "The reply's kind, and the per-item values behind `answered`, `evidence_rate`, `evidence_hit` and `helpful_rate`."
+    k, answerable = ans.kind, not item.expect_refusal
+    cites = any(s.matches(c) for c in ans.citations for s in item.expected_sources)
+    hit = float(cites) if k == "evidence" and answerable and item.expected_sources else None
+    correct = not missing if item.must_include else cites if item.expected_sources else True
+    return dict(kind=k, answered=float(k == "answer") if answerable else None, evidence=float(k == "evidence"),
+                evidence_hit=hit, helpful=float(k == "answer" and correct or bool(hit)) if answerable else None)
 
 # %% ../../nbs/55_evals_run.ipynb #4837c7b9
 def check_item(item:GoldenItem, ans:Answer, tags_of=None) -> dict:
@@ -100,8 +114,10 @@ def check_item(item:GoldenItem, ans:Answer, tags_of=None) -> dict:
     found = find_strings(ans.text, item.must_not_include)
     bad_cites, leaks = invalid_citations(ans, access), leaks_of(ans, access)
     if item.category == "restricted": leaks += [f"answer contains {s!r}" for s in found]
-    return dict(refusal_correct=float(ans.refused == item.expect_refusal), outcome=outcome_of(item, ans),
-                must_include_pass=float(not missing) if item.must_include else None, missing=missing,
+    decided = ans.kind != "evidence"           # an evidence response neither answers nor refuses
+    return dict(refusal_correct=float(ans.refused == item.expect_refusal) if decided else None,
+                outcome=outcome_of(item, ans), **kind_fields(item, ans, missing),
+                must_include_pass=float(not missing) if item.must_include and decided else None, missing=missing,
                 must_not_include_pass=float(not found) if item.must_not_include else None, found=found,
                 citation_valid=float(not bad_cites) if ans.citations else None, invalid_citations=bad_cites,
                 leaks=len(leaks), leak_details=leaks)
@@ -112,8 +128,9 @@ def judge_item(judges:list[Judge], item:GoldenItem, ans:Answer) -> dict:
     out = dict(groundedness=None, relevance=None, correctness=None, judge_reasons={}, judge_raw=[], judge_error=None,
                judge_ms=0.0)
     if not judges: return out
-    if ans.refused:
-        out["judge_reasons"] = {m: "refusal: not judged (see refusal_correct)" for m in METRICS}
+    if ans.kind != "answer":
+        why = "refusal: not judged (see refusal_correct)" if ans.refused else "evidence: not judged (see evidence_hit)"
+        out["judge_reasons"] = {m: why for m in METRICS}
         return out
     t0 = time.perf_counter()
     vs = [j.score(item.question, ans.text, [h.text for h in ans.retrieved], item.expected_answer) for j in judges]
@@ -140,12 +157,16 @@ def metrics_of(rows:list[dict]) -> dict:
 
 # %% ../../nbs/55_evals_run.ipynb #afe6e6e5
 def by_category(rows:list[dict]) -> dict:
-    "Per refusal category: items, refusals, the rate of the error that category can make, and the median answerability."
+    "Per refusal category: items, the three kinds, the error that category can make, helpfulness, median answerability."
     out = {}
     for c in REFUSAL_CATEGORIES:
         rs = [r for r in rows if r.get("refusal_category") == c]
         if not rs: continue
-        out[c] = dict(n=len(rs), refused=sum(bool(r["refused"]) for r in rs),
+        kinds = [kind_of(r) for r in rs]
+        out[c] = dict(n=len(rs), refused=sum(bool(r["refused"]) for r in rs), answered=kinds.count("answer"),
+                      evidence=kinds.count("evidence"), evidence_rate=kinds.count("evidence") / len(rs),
+                      evidence_hit=mean(item_value(r, "evidence_hit") for r in rs),
+                      helpful_rate=mean(item_value(r, "helpful_rate") for r in rs),
                       false_refusal_rate=mean(item_value(r, "false_refusals") for r in rs)
                       if c == "answerable" else None,
                       false_answer_rate=None if c == "answerable" else mean(item_value(r, "false_answers") for r in rs),
@@ -164,11 +185,12 @@ def summarise(rows:list[dict]) -> dict:
                 for t, rs in sorted(by_tags.items())}
     splits = {s: metrics_of([r for r in rows if r["split"] == s]) for s in ("tune", "heldout")
               if any(r["split"] == s for r in rows)}
-    produced = {}
+    produced, kinds = {}, {k: 0 for k in KINDS}
     for r in rows: produced[r.get("produced_by") or "none"] = produced.get(r.get("produced_by") or "none", 0) + 1
+    for r in rows: kinds[kind_of(r)] += 1
     return dict(n=len(rows), n_by_split={s: sum(r["split"] == s for r in rows) for s in ("tune", "heldout")},
                 metrics=metrics_of(rows), by_split=splits, by_category=by_category(rows), by_tags=tag_view,
-                produced_by=dict(sorted(produced.items())))
+                produced_by=dict(sorted(produced.items())), kinds=kinds)
 
 # %% ../../nbs/55_evals_run.ipynb #fc78627d
 def run_gate(thresholds:dict|None=None, # metric -> tolerated drop, over DEFAULT_THRESHOLDS
@@ -274,7 +296,7 @@ def ground_item(ctx, item:GoldenItem, ans:Answer, row:dict) -> dict:
     "The model-free metrics of one answer; a citation attribution does not support makes `citation_valid` 0."
     eng = getattr(ctx, "answer_engine", None)
     vec = eng.vectors(ans.retrieved) if hasattr(eng, "vectors") else (None, None)
-    m = answer_metrics(ans.text, ans.refused, [(c.n, c.inferred) for c in ans.citations],
+    m = answer_metrics(ans.text, ans.kind != "answer", [(c.n, c.inferred) for c in ans.citations],
                        [h.text for h in ans.retrieved], item.expected_answer, item.expect_refusal, *vec)
     if m["unsupported_citations"] and row.get("citation_valid"):
         ids = {c.n: c.chunk_id for c in ans.citations}
@@ -297,7 +319,7 @@ def item_row(item:GoldenItem, ans:Answer) -> dict:
                 must_not_include=list(item.must_not_include), answer=ans.text, refused=ans.refused, error=ans.error,
                 retrieved=hits, citations=cites, latency_ms=float(ans.latency_ms),
                 prompt_tokens=int(ans.prompt_tokens), output_tokens=int(ans.output_tokens),
-                request_id=ans.request_id, model=ans.model, mode=ans.mode, produced_by=ans.produced_by)
+                request_id=ans.request_id, model=ans.model, mode=ans.mode, produced_by=ans.produced_by, kind=ans.kind)
 
 def log_scores(ctx, ans:Answer, row:dict, judges:list[Judge]):
     "The judges' scores attached to the answer's inference-log row, when there are judges and the engine logged it."
@@ -311,7 +333,7 @@ def ask_item(ctx, item:GoldenItem, judges:list[Judge], tags_of,
              rubrics:tuple=(), rubric_judge:Judge|None=None # the set's rubrics, scored by this judge (None: not scored)
             ) -> dict:
     "Ask one golden item through the answer engine and score it; item errors recorded, model or air-gap errors raised."
-    t0 = time.perf_counter()
+    t0, calls = time.perf_counter(), cache_tally(ctx)
     try: ans = ctx.answer_engine.answer(item.question, User("eval", item.user_tags))
     except (ModelError, AirgapViolation): raise   # the whole run is void: say so once, exit 3 or 4
     except KeelError as e: ans = Answer("", refused=False, error=str(e), latency_ms=(time.perf_counter() - t0) * 1000)
@@ -319,6 +341,7 @@ def ask_item(ctx, item:GoldenItem, judges:list[Judge], tags_of,
     row.update(score_retrieval(item, ans.retrieved), **check_item(item, ans, tags_of), **judge_item(judges, item, ans))
     row.update(ground_item(ctx, item, ans, row), **rubric_fields(rubric_judge, rubrics, item, ans))
     log_scores(ctx, ans, row, judges)
+    row.update(tracked(ctx, item, ans, calls))   # what `--since` compares, and how its model calls were served
     return row
 
 # %% ../../nbs/55_evals_run.ipynb #04ea522a
@@ -459,11 +482,13 @@ def run_eval(ctx, # an AppContext (answer_engine, llm, settings, log, con)
              labels_path:Path|str|None=None, # human judge labels; defaults to judge_labels.yaml next to the set
              kappa_bar:float=0.4, # judge metrics with lower agreement are reported, not gated
              checkpoint:Path|str|None=None, # JSON lines: items it holds are not asked again (a stopped run resumes)
-             rubric_labels_path:Path|str|None=None # human rubric labels; defaults to rubric_labels.yaml next to the set
+             rubric_labels_path:Path|str|None=None, # human rubric labels; default: rubric_labels.yaml next to the set
+             since:Path|str|None=None # an earlier run's report: ask again only the items a change since can reach
             ) -> EvalResult:
     "Run the golden set through the answer engine, score, gate against the baseline and write reports."
     gs = golden if isinstance(golden, GoldenSet) else read_golden_set(golden)
     golden_path, report_dir, items, digest, floors = gs.path, Path(report_dir), gs.items, gs.digest, gs.floors
+    calls = cache_tally(ctx)                     # the model-call cache's counts before this run
     bpath = Path(baseline_path) if baseline_path else default_baseline_path(golden_path)
     baseline = _load_baseline(bpath)
     lp = Path(labels_path) if labels_path else golden_path.parent/"judge_labels.yaml"
@@ -471,9 +496,11 @@ def run_eval(ctx, # an AppContext (answer_engine, llm, settings, log, con)
     grounding = run_grounding(ctx, lp)
     rp = plan_rubrics((judges or [None])[0], gs.rubrics, rubric_labels_path or golden_path.parent/"rubric_labels.yaml",
                       report_dir, kappa_bar, baseline, progress)
-    t0 = time.perf_counter()
+    t0, inputs = time.perf_counter(), run_inputs(ctx, gs, judges)
+    plan = plan_since(ctx, gs, since, inputs) if since else None   # keel.evals.since: which items to ask again
     ck = run_checkpoint(ctx, checkpoint, digest, judges, gs.rubrics) if checkpoint else None
-    rows = ask_items(ctx, items, judges, judge, progress, ck, gs.rubrics)
+    rows = ask_items(ctx, plan.todo if plan else items, judges, judge, progress, ck, gs.rubrics)
+    if plan: rows = merge(plan, items, rows)
     summary = {**summarise(rows), "wall_s": time.perf_counter() - t0}
     thresholds, ungated = {**rp.tolerances, **(thresholds or {})}, {**ungated, **rp.ungated}
     regs, floors_applied = gate_run(summary, rows, baseline, thresholds, ungated, {**floors, **rp.floors})
@@ -484,6 +511,7 @@ def run_eval(ctx, # an AppContext (answer_engine, llm, settings, log, con)
     payload = build_payload(ctx, golden_path, digest, rows, summary, regs, baseline, bpath,
                             {**DEFAULT_THRESHOLDS, **(thresholds or {})}, judge_info=judge_info, warnings=warnings,
                             floors=floors_applied)
+    payload.update(inputs=inputs, since=record(plan) if plan else None, cache=cache_summary(ctx, calls))
     jpath, hpath = write_report(payload, report_dir)
     return EvalResult(summary, rows, hpath, jpath, not regs, regs, payload, warnings)
 
@@ -511,6 +539,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint", metavar="FILE",
                    help="append each scored item to FILE (JSON lines) and skip the items it already holds: a stopped "
                         "run resumes where it stopped (refused when the set, settings, corpus or code differ)")
+    p.add_argument("--since", metavar="REPORT",
+                   help="ask again only the items a change since this earlier run's report (eval-*.json) can reach; "
+                        "carry the others over, and say how many were asked again and why")
+    p.add_argument("--no-cache", action="store_true",
+                   help="ask the model every time, never the model-call cache (KEEL_CACHE=off does so everywhere)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     return p
 
@@ -529,6 +562,7 @@ def _thresholds(specs:list[str]) -> dict:
 
 # %% ../../nbs/55_evals_run.ipynb #da026f21
 HEADLINE = ("hit_at_3", "mrr", "context_recall", "refusal_correct", "false_refusal_rate", "false_answer_rate",
+            "answered", "evidence_rate", "evidence_hit", "helpful_rate",
             "must_include", "must_not_include", "citation_valid", "leaks", "token_f1", "answer_recall",
             "supported_sentences", "unsupported_figures", "model_cited", "groundedness", "relevance", "correctness",
             "judge_unscored", "latency_p50_ms", "latency_p95_ms")
@@ -545,15 +579,19 @@ def headline(m:dict, unreliable:dict, kappa_bar:float=0.4) -> str:
 
 # %% ../../nbs/55_evals_run.ipynb #9e75e991
 def category_lines(summary:dict) -> list[str]:
-    "The refusal-by-category lines of the text summary."
+    "The three kinds per category: answered, evidence, refused, the category's error, evidence hits and helpfulness."
+    pc = lambda x: "—" if x is None else f"{x:.0%}"
     out = []
     for c, v in summary.get("by_category", {}).items():
         err, rate = ("false refusals", v["false_refusal_rate"]) if c == "answerable" else (
             "false answers", v["false_answer_rate"])
         p50 = "—" if v["answerability_p50"] is None else f"{v['answerability_p50']:.2f}"
-        out.append(f"  {c:<11} {v['n']:>3} items, {v['refused']:>3} refused, {err} "
-                   f"{'—' if rate is None else f'{rate:.0%}'} (answerability p50 {p50})")
-    return ["refusal by category:", *out] if out else []
+        kinds = (f"{v['answered']:>3} answered, {v['evidence']:>3} evidence, " if "evidence" in v else "")
+        helped = (f", evidence hit {pc(v.get('evidence_hit'))}, helpful {pc(v.get('helpful_rate'))}"
+                  if c == "answerable" and "evidence" in v else "")
+        out.append(f"  {c:<11} {v['n']:>3} items, {kinds}{v['refused']:>3} refused, {err} {pc(rate)}{helped} "
+                   f"(answerability p50 {p50})")
+    return ["outcomes by category:", *out] if out else []
 
 # %% ../../nbs/55_evals_run.ipynb #0f7fe31e
 def floor_lines(gate:dict) -> list[str]:
@@ -580,19 +618,23 @@ def print_result(res:EvalResult):
     print(f"{res.summary['n']} items: " + headline(m, j.get("unreliable") or {}, j.get("kappa_bar", 0.4)))
     if res.summary.get("produced_by"):
         print("produced by: " + ", ".join(f"{k} {v}" for k, v in res.summary["produced_by"].items()))
+    if res.summary.get("kinds"): print("kinds: " + ", ".join(f"{k} {v}" for k, v in res.summary["kinds"].items()))
     print("\n".join(category_lines(res.summary)))
     rubrics = j.get("rubrics") or {}
     for line in rubric_lines(m, rubrics): print(line)
     print(check_line(res.items, tuple(n for n, i in rubrics.items() if i["gated"])))
     for line in floor_lines(res.payload["gate"]) + gate_lines(res): print(line)
+    for line in run_lines(res.payload): print(line)
     print(f"report: {res.report_html_path}\njson: {res.report_json_path}")
 
 # %% ../../nbs/55_evals_run.ipynb #54196551
 def _run(a, make_ctx) -> int:
     th = _thresholds(a.threshold)
     golden = read_golden_set(a.golden)        # read once; invalid input fails before any model is loaded
-    res = run_eval(make_ctx(), golden, a.report_dir, judge=not a.no_judge, baseline_path=a.baseline, thresholds=th,
-                   progress=not a.quiet, checkpoint=a.checkpoint)
+    ctx = make_ctx()
+    if a.no_cache: ctx.no_cache()
+    res = run_eval(ctx, golden, a.report_dir, judge=not a.no_judge, baseline_path=a.baseline, thresholds=th,
+                   progress=not a.quiet, checkpoint=a.checkpoint, since=a.since)
     print_result(res)
     if a.promote and res.gate_passed: print(f"baseline promoted: {promote_baseline(res, a.baseline)}")
     elif a.promote: print("baseline NOT promoted: the gate failed", file=sys.stderr)

@@ -53,6 +53,7 @@ class ChatResult:
     output_tokens: int = 0
     model: str = ""
     finish_reason: str|None = None
+    cached: bool = False            # served from the model-call cache, not generated now
 
     @property
     def tokens(self) -> int: return self.prompt_tokens + self.output_tokens

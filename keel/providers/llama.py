@@ -116,6 +116,21 @@ def _load(self:LlamaCppLLM):
             raise ModelError(f"cannot load the GGUF file {self.path}: {e}", fix=fix) from None
         return self._llm
 
+# %% ../../nbs/06_llm_llama.ipynb #69bdf2eb
+@patch
+def cache_identity(self:LlamaCppLLM) -> dict:
+    "What besides the call decides this model's replies: the GGUF's SHA-256, llama-cpp-python's version, the settings."
+    if getattr(self, "_identity", None) is None:
+        if not self.path.is_file():
+            raise ModelError(f"the GGUF file {self.path} does not exist",
+                             fix="run `keel models prepare`, or set KEEL_LLM_PATH to a valid GGUF file")
+        from importlib.metadata import version
+        from keel.models import sha256_file
+        self._identity = dict(backend="llama.cpp", model_sha256=sha256_file(self.path),
+                              llama_cpp_python=version("llama_cpp_python"), n_ctx=self.n_ctx, seed=self.seed,
+                              repeat_penalty=self.repeat_penalty)
+    return self._identity
+
 # %% ../../nbs/06_llm_llama.ipynb #0829151e
 @patch(as_prop=True)
 def prompt_style(self:LlamaCppLLM) -> str:

@@ -106,6 +106,13 @@ class OpenAILLM:
     def __repr__(self): return f"OpenAILLM({self.base_url!r}, model={self.model!r})"
     def close(self): self._client.close()
 
+# %% ../../nbs/06a_llm_openai.ipynb #e5c529b0
+@patch
+def cache_identity(self:OpenAILLM) -> dict:
+    "What besides the call decides this endpoint's replies, as far as a client can tell: endpoint, model name, style."
+    return dict(backend="openai-compatible", endpoint=self.base_url, model=self.model, prompt_style=self.prompt_style,
+                seed=None)
+
 # %% ../../nbs/06a_llm_openai.ipynb #83781554
 def _wire(m:ChatMessage) -> dict:
     "One message in the OpenAI wire format."

@@ -17,10 +17,10 @@ from ..providers.base import ChunkHit, effective_tags
 
 # %% auto #0
 __all__ = ['FEATURES', 'CALIBRATION_FILE', 'DEFAULT_CALIBRATION', 'term_profile', 'term_presence', 'names_and_numbers',
-           'names_found', 'CorpusStats', 'features', 'fit_logistic', 'error_rates', 'operating_point',
-           'evidence_ceiling', 'Calibration', 'fit_calibration', 'CalibrationError', 'calibration_path',
-           'save_calibration', 'check_calibration', 'load_calibration', 'Assessment', 'Answerability',
-           'resolve_calibration', 'calibration_status']
+           'names_found', 'CorpusStats', 'features', 'fit_logistic', 'error_rates', 'operating_point', 'refusal_point',
+           'outcome_rates', 'evidence_ceiling', 'Calibration', 'fit_calibration', 'CalibrationError',
+           'calibration_path', 'save_calibration', 'check_calibration', 'load_calibration', 'Assessment',
+           'Answerability', 'gate_thresholds', 'resolve_calibration', 'calibration_status']
 
 # %% ../../nbs/13d_retrieval_answerability.ipynb #d94f722d
 FEATURES = ("cosine", "cosine_z", "cosine_gap", "bm25", "bm25_term", "idf_coverage", "idf_coverage_k", "rare_coverage",
@@ -179,6 +179,28 @@ def operating_point(scores, labels, target_false_answer:float=0.10) -> dict:
     thr = float(np.nextafter(neg[allowed], np.inf)) if allowed < len(neg) else float(neg[-1])
     return error_rates(s, y, min(thr, 1.0))
 
+# %% ../../nbs/13d_retrieval_answerability.ipynb #fea3fb32
+def refusal_point(scores, labels, target_false_refusal:float=0.10) -> dict:
+    "The highest threshold under which at most the target share of answerable questions falls, with both error rates."
+    s, y = np.asarray(scores, float), np.asarray(labels, int)
+    pos = np.sort(s[y == 1])
+    if not len(pos): return error_rates(s, y, 0.0)
+    k = int(math.floor(target_false_refusal * len(pos) + 1e-9))      # answerable questions that may fall under it
+    return error_rates(s, y, float(pos[k]) if k < len(pos) else 1.0)
+
+def outcome_rates(scores, labels, threshold:float, # answer at or above
+                  evidence_threshold:float|None # evidence at or above (and below `threshold`); None: no band
+                 ) -> dict:
+    "Shares answered, shown evidence and refused, of the answerable (label 1) and the unanswerable (label 0) questions."
+    s, y = np.asarray(scores, float), np.asarray(labels, int)
+    ev = threshold if evidence_threshold is None else min(evidence_threshold, threshold)
+    def three(x):
+        if not len(x): return dict.fromkeys(("answered", "evidence", "refused"))
+        return dict(answered=float((x >= threshold).mean()), evidence=float(((x >= ev) & (x < threshold)).mean()),
+                    refused=float((x < ev).mean()))
+    return dict(threshold=float(threshold), evidence_threshold=float(ev), answerable=three(s[y == 1]),
+                unanswerable=three(s[y == 0]))
+
 # %% ../../nbs/13d_retrieval_answerability.ipynb #8d7b5136
 def evidence_ceiling(found:Sequence[bool], # per answerable question: were its sources among the passages?
                      target:float=0.10 # the error rate to stay within
@@ -204,6 +226,9 @@ class Calibration:
     corpus_fingerprint: str|None = None # the corpus state it was calibrated on (None: any corpus)
     measured: dict = field(default_factory=dict)  # ROC AUC, error rates, item counts
     created_at: str = ""
+    # evidence (the closest passages) at or above this probability, refusal below; None: no evidence band
+    evidence_threshold: float|None = None
+    target_false_refusal: float = 0.10  # the share of answerable questions the evidence threshold may refuse
 
     def probability(self, feats:dict) -> float:
         "The probability that the retrieved passages answer the question."
@@ -223,8 +248,10 @@ class Calibration:
                  if m.get("false_refusal") is not None and m.get("false_answer") is not None else "")
         where = ("default (SciFact train + PubMedQA dev)"
                  if self.source == "default" else f"corpus calibration of {self.created_at}")
+        ev = ("" if self.evidence_threshold is None else f"; evidence from {self.evidence_threshold:.3f} (at most "
+              f"{self.target_false_refusal:.0%} of answerable questions below it)")
         return (f"{where}: threshold {self.threshold:.3f} for at most {self.target_false_answer:.0%} false "
-                f"answers{auc}{rates}")
+                f"answers{auc}{rates}{ev}")
 
 # %% ../../nbs/13d_retrieval_answerability.ipynb #8e31ba81
 def fit_calibration(rows:list[dict], # feature dicts with `label`
@@ -232,8 +259,9 @@ def fit_calibration(rows:list[dict], # feature dicts with `label`
                     l2:float=1.0,
                     features:Sequence[str]=FEATURES,
                     prior:Calibration|None=None, # refit towards this one: its features, centring, scaling and weights
+                    target_false_refusal:float|None=None, # also choose the evidence threshold for this target
                     **meta) -> Calibration:
-    "A calibration fitted on `rows`, its threshold chosen for the target on the same rows."
+    "A calibration fitted on `rows`, its threshold (and evidence threshold) chosen for the targets on the same rows."
     if prior is not None: features = list(prior.weights)
     X = np.array([[float(r[f]) for f in features] for r in rows]); y = np.array([int(r["label"]) for r in rows])
     if prior is None: mu, sd = X.mean(0), X.std(0); sd[sd < 1e-9] = 1.0
@@ -243,7 +271,10 @@ def fit_calibration(rows:list[dict], # feature dicts with `label`
                       {f: float(x) for f, x in zip(features, sd)}, b, 0.5, target_false_answer, **meta)
     p = [cal.probability(r) for r in rows]
     op = operating_point(p, y, target_false_answer)
-    return Calibration(**{**cal.to_dict(), "threshold": op["threshold"],
+    ev = {} if target_false_refusal is None else dict(
+        target_false_refusal=target_false_refusal,
+        evidence_threshold=min(refusal_point(p, y, target_false_refusal)["threshold"], op["threshold"]))
+    return Calibration(**{**cal.to_dict(), "threshold": op["threshold"], **ev,
                           "measured": dict(auc=roc_auc(p, y), n=len(rows), **op)})
 
 
@@ -298,8 +329,15 @@ class Assessment:
     features: dict            # the evidence, by name
     calibration: str          # one line naming the calibration applied
     note: str|None = None     # why a stored calibration was not applied, when it was not
+    evidence_threshold: float|None = None   # evidence at or above it (and below `threshold`); None: no evidence band
     @property
     def answerable(self) -> bool: return self.score >= self.threshold
+    @property
+    def kind(self) -> str:
+        "What the gate makes of the score: `answer`, `evidence` or `refusal` (the kinds of `keel.answer.types`)."
+        if self.answerable: return "answer"
+        ev = self.evidence_threshold
+        return "evidence" if ev is not None and self.score >= ev else "refusal"
 
 class Answerability:
     "A retriever that also says how likely its passages answer the question: what the refusal gate reads."
@@ -314,6 +352,17 @@ class Answerability:
         return self.retriever.retrieve(query, tags, k, **kw)
     @property
     def embedding_model(self) -> str|None: return getattr(self.retriever.embeddings, "name", None)
+
+# %% ../../nbs/13d_retrieval_answerability.ipynb #2854e32d
+def gate_thresholds(cal:Calibration, # the active calibration
+                    settings=None # `Settings`: min_answerability, evidence, min_evidence
+                   ) -> tuple[float, float|None]:
+    "The answer threshold and the evidence threshold the gate applies (None: no evidence band)."
+    th = getattr(settings, "min_answerability", None)
+    th = cal.threshold if th is None else th
+    ev = getattr(settings, "min_evidence", None)
+    ev = cal.evidence_threshold if ev is None else ev
+    return th, None if ev is None or not getattr(settings, "evidence", True) else min(ev, th)
 
 # %% ../../nbs/13d_retrieval_answerability.ipynb #31fb5bf9
 from fastcore.basics import patch
@@ -346,14 +395,13 @@ def assess(self:Answerability, query:str, # the question
           ) -> tuple[list[ChunkHit], Assessment]:
     "The retrieved passages and how likely they answer `query`."
     cal, note = self.calibration()
-    th = getattr(self.settings, "min_answerability", None)
-    th = cal.threshold if th is None else th
+    th, ev = gate_thresholds(cal, self.settings)
     if not effective_tags(tags) or not (query or "").strip():
-        return [], Assessment(0.0, th, dict.fromkeys(FEATURES, 0.0), cal.describe(), note)
+        return [], Assessment(0.0, th, dict.fromkeys(FEATURES, 0.0), cal.describe(), note, ev)
     qvec = self.retriever.embeddings.embed_query(query)
     hits = self.retriever.retrieve(query, tags, k, qvec=qvec, exclude=exclude)
     f = features(query, hits, self.retriever.bm25_index(), qvec, self.stats())
-    return hits, Assessment(cal.probability(f) if hits else 0.0, th, f, cal.describe(), note)
+    return hits, Assessment(cal.probability(f) if hits else 0.0, th, f, cal.describe(), note, ev)
 
 # %% ../../nbs/13d_retrieval_answerability.ipynb #86009cc9
 def resolve_calibration(data_dir, embedding_model:str|None,
@@ -370,6 +418,11 @@ def calibration_status(settings, embedding_model:str|None, corpus_fingerprint:st
     th = getattr(settings, "min_answerability", None)
     out = dict(calibration=cal.describe(),
                threshold=f"{th} (KEEL_MIN_ANSWERABILITY)" if th is not None else round(cal.threshold, 4))
+    ev = gate_thresholds(cal, settings)[1]
+    out["evidence"] = ("off (KEEL_EVIDENCE)" if not getattr(settings, "evidence", True) else
+                       "none: the calibration has no evidence threshold (recalibrate with keel calibrate)" if ev is None
+                       else f"{getattr(settings, 'min_evidence', None)} (KEEL_MIN_EVIDENCE)"
+                       if getattr(settings, "min_evidence", None) is not None else round(ev, 4))
     if note: out["refused"] = note
     if cal.source == "default" and embedding_model and cal.embedding_model and embedding_model != cal.embedding_model:
         out["warning"] = f"the default was fitted with {cal.embedding_model}, not {embedding_model}: run keel calibrate"
@@ -388,6 +441,7 @@ DEFAULT_CALIBRATION = Calibration(   # fitted above on SciFact train + PubMedQA 
                idf_coverage=0.225855, idf_coverage_k=0.193956, rare_coverage=0.291137, names=0.340302,
                agreement=0.260132, fused_gap=0.261297),
     bias=0.227456, threshold=0.620901, target_false_answer=0.10, source="default",
+    evidence_threshold=0.225774, target_false_refusal=0.10,     # chosen above on the tune quarter of the questions
     embedding_model="all-MiniLM-L6-v2-int8",
     measured=dict(auc=0.8685, n=2618, false_refusal=0.3277, false_answer=0.0993,
                   data="SciFact train (809 claims, 5,183 abstracts) + PubMedQA dev (500 questions and abstracts), "

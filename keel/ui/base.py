@@ -24,6 +24,8 @@ CSS = """<style>
 #e3e3ea;padding:.2rem .4rem;
  vertical-align:top;text-align:left}.keel-table th{background:#f4f5f9}
 .keel-refusal{padding:.5rem .8rem;border-radius:6px;background:#fff4d6}
+.keel-evidence{padding:.5rem .8rem;border-radius:6px;background:#f3f0fb;border-left:4px solid #7b5cc4}
+.keel-evidence q{font-style:italic}
 .keel-passage{border-left:3px solid #99a;padding:.3rem .8rem;background:#fafafd}
 .keel-passage mark{background:#ffe58a}
 .keel-ledger-rows td:last-child{word-break:break-all;max-width:40rem}

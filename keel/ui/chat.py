@@ -15,7 +15,7 @@ from .base import style, message, spinner, esc, html_table, context_problem, led
 
 # %% auto #0
 __all__ = ['USERS', 'CHIP_JS', 'CHIP_CSS', 'CHIPS', 'DEFAULT_CHIP', 'parse_tags', 'passage', 'highlight', 'passage_html',
-           'refusal_reasons', 'refusal_html', 'AnyChip', 'chip', 'ChatPanel']
+           'refusal_reasons', 'refusal_html', 'evidence_html', 'AnyChip', 'chip', 'ChatPanel']
 
 # %% ../../nbs/92_ui_chat.ipynb #17de5b24
 USERS = {"public": None, "hr": ("hr", "public")}   # name -> access tags (None: anonymous public caller)
@@ -64,6 +64,7 @@ def refusal_reasons(con, request_id:str) -> dict:
                                                         f"({','.join('?' * len(ids))})", ids)}
     return dict(score=ret.get("answerability", ret.get("top_relevance")),
                 bar=ret.get("threshold", ret.get("min_relevance")), gate=ret.get("gate"), reason=ans.get("reason"),
+                evidence_bar=ret.get("evidence_threshold"),
                 retrieved=[dict(title=titles.get(c["id"], ("?", ""))[0], heading=titles.get(c["id"], ("", ""))[1],
                                 relevance=c.get("relevance")) for c in ret.get("chunks", [])])
 
@@ -77,6 +78,17 @@ def refusal_html(a:Answer, why:dict) -> str:
     return (f'<div class="keel-refusal"><b>Refused.</b> {esc(a.text)}<p>Why: '
             f'{esc(why.get("reason") or "the model declined")}; answerability {score} against the bar {bar} (gate: '
             f'{esc(why["gate"])}).</p>{ret}</div>')
+
+# %% ../../nbs/92_ui_chat.ipynb #018b5511
+def evidence_html(a:Answer, why:dict) -> str:
+    "An evidence response: no answer confirmed, the closest passages quoted and numbered, where the score fell."
+    num = lambda v: "none" if v is None else f"{v:.2f}"
+    head, *quotes = a.text.splitlines() or [""]
+    return (f'<div class="keel-evidence"><b>No answer confirmed.</b> {esc(head)}<ul>'
+            + "".join(f"<li>{esc(q)}</li>" for q in quotes)
+            + f'</ul><small class="keel-muted">Why: answerability {num(why["score"])} is under the answer bar '
+              f'{num(why["bar"])} and not under the evidence bar {num(why.get("evidence_bar"))} (gate: '
+              f'{esc(why.get("gate"))}). The chips open the passages.</small></div>')
 
 # %% ../../nbs/92_ui_chat.ipynb #bd322081
 CHIP_JS = """
@@ -229,7 +241,8 @@ def _show(self:ChatPanel, u:User, a:Answer):
     if a.refused:
         self.answer_box.value, self.chips.children = refusal_html(a, refusal_reasons(self.ctx.con, a.request_id)), ()
         return
-    self.answer_box.value = f'<div class="keel-answer-text"><b>{esc(u.name)}</b>: {esc(a.text)}</div>'
+    self.answer_box.value = (evidence_html(a, refusal_reasons(self.ctx.con, a.request_id)) if a.kind == "evidence" else
+                             f'<div class="keel-answer-text"><b>{esc(u.name)}</b>: {esc(a.text)}</div>')
     chips = []
     for c in a.citations:
         label = " › ".join(x for x in (c.title, c.heading.split(" > ")[-1] if c.heading else "")

@@ -62,7 +62,7 @@ def history_trend(history, # `load_history`'s frame
 # %% ../../nbs/94_ui_dashboard.ipynb #2363f6e8
 def unreliable(verdict:str) -> bool:
     "Whether a scorecard verdict marks a metric the gate does not rely on."
-    return verdict == "missing" or verdict.startswith("not gated")
+    return verdict == "missing" or verdict.startswith(("not gated", "UNRELIABLE"))   # rubrics and judge metrics
 
 def styled_scorecard(payload:dict):
     "The scorecard of a report as a pandas Styler, unreliable or missing metrics greyed."
