@@ -20,9 +20,9 @@ __all__ = ['RUN_OUTCOMES', 'AGENT_OUTCOMES', 'ROBUSTNESS_OUTCOMES', 'RUN', 'AGEN
            'POWER', 'METHODOLOGY', 'METRIC_HEADS', 'FLIP_HEADS', 'Outcome', 'item_passed', 'outcome_value', 'Kind',
            'item_key', 'key_label', 'check_items', 'read_report', 'check_report', 'items_digest', 'check_comparable',
            'pair_items', 'flip_counts', 'flip_table', 'measure', 'significant', 'metric_verdict', 'power_words',
-           'config_diff', 'sources_of', 'retrieval_change', 'flipped_items', 'select_outcomes', 'overall_verdict',
-           'compare_runs', 'metric_rows', 'flip_rows', 'config_lines', 'items_line', 'flip_words', 'format_text',
-           'format_markdown', 'format_html', 'format_json', 'cli']
+           'config_diff', 'sources_of', 'retrieval_change', 'flipped_items', 'rubric_outcomes', 'select_outcomes',
+           'overall_verdict', 'compare_runs', 'metric_rows', 'flip_rows', 'config_lines', 'items_line', 'flip_words',
+           'format_text', 'format_markdown', 'format_html', 'format_json', 'cli']
 
 # %% ../../nbs/56a_evals_compare.ipynb #f9d90395
 @dataclass(frozen=True)
@@ -369,10 +369,16 @@ def flipped_items(k:Kind, outcomes, pairs:list[tuple[dict, dict]]) -> list[dict]
     return out
 
 # %% ../../nbs/56a_evals_compare.ipynb #f852bc49
-def select_outcomes(k:Kind, names:list[str]|None) -> list[Outcome]:
-    "The outcomes named (all of the kind's when None); an unknown name is an `InputError` listing the known ones."
-    if not names: return list(k.outcomes)
-    known = {o.name: o for o in k.outcomes}
+def rubric_outcomes(a:dict, b:dict) -> tuple:
+    "One score per rubric either golden run was scored on (its `rubric:<name>` item field), compared like any metric."
+    names = sorted({f for p in (a, b) for r in p.get("items") or [] if isinstance(r, dict) for f in r
+                    if f.startswith("rubric:")})
+    return tuple(Outcome(n, n, binary=False) for n in names)
+
+def select_outcomes(k:Kind, names:list[str]|None, extra:tuple=()) -> list[Outcome]:
+    "The outcomes named (all of the kind's, and `extra`, when None); an unknown name is an `InputError` listing them."
+    if not names: return [*k.outcomes, *extra]
+    known = {o.name: o for o in (*k.outcomes, *extra)}
     if bad := [n for n in names if n not in known]:
         raise InputError(f"unknown metric {bad[0]!r} for `{k.command}` reports",
                          fix=f"use one of: {', '.join(known)}")
@@ -414,7 +420,7 @@ def compare_runs(a:dict, # the reference run's report (as `read_report` returns 
     check_report(a, f"report {labels[0]}"); check_report(b, f"report {labels[1]}")
     k = check_comparable(a, b, allow_different)
     pairs, only_a, only_b = pair_items(k, a, b)
-    outcomes = select_outcomes(k, metrics)
+    outcomes = select_outcomes(k, metrics, rubric_outcomes(a, b) if k is RUN else ())
     shown, unmeasured = _measured(k, outcomes, pairs, alpha, seed)
     names = {m["metric"] for m in shown}
     config, unrecorded = config_diff(k, a, b)
