@@ -2,7 +2,7 @@
 (no language model; the real embeddings, SQLite and FAISS), then the installed `keel` command on their reports and on
 copies edited as a person might edit them. The statistics are checked against statsmodels' exact McNemar test and a
 paired bootstrap re-computed here with numpy."""
-import json, os, shutil, subprocess, sys
+import json, tempfile, os, shutil, subprocess, sys
 from pathlib import Path
 import numpy as np
 import pytest
@@ -35,8 +35,7 @@ def runs(tmp_path_factory):
 
 def compare(*args):
     "Run `keel eval compare` with --json; (exit code, stdout, stderr, the JSON comparison or None)."
-    js = Path(args[0]).parent/"comparison.json"
-    js.unlink(missing_ok=True)
+    js = Path(tempfile.mkdtemp(prefix="keel-compare-"))/"comparison.json"   # never beside a report in the repository
     r = keel("eval", "compare", *args, "--json", js)
     return r.returncode, r.stdout, r.stderr, json.loads(js.read_text()) if js.exists() else None
 
