@@ -206,7 +206,9 @@ def bench(name:str, n_off:int, n_res:int, n_ans:int|None, check:int) -> dict:
         if label == "calibrated":
             t = time.perf_counter()
             c = calibrate(ctx, gt)
-            out["calibrate"] = dict(seconds=round(time.perf_counter() - t, 1), lines=report_lines(c)[:-1],
+            root = str(corpora.CACHE.parent.parent) + "/"                    # paths in the results are repo-relative
+            lines = [line.replace(root, "") for line in report_lines(c)[:-1]]
+            out["calibrate"] = dict(seconds=round(time.perf_counter() - t, 1), lines=lines,
                                     items=c["calibration"].measured["n_items"])
             print("\n".join(report_lines(c)), file=sys.stderr)
         eng = ctx.answer_engine
