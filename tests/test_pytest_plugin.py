@@ -80,7 +80,7 @@ def test_one_test_per_item_with_the_same_verdicts_as_keel_eval_run(site, full):
         print(f"{name:<22}{list(res.values()).count('passed'):>8}{list(res.values()).count('failed'):>8}{secs:>9.1f}")
     print(f"failed in both: {', '.join(failed)}")
     assert outcomes == by_run                                        # item by item, not only the counts
-    from keel.evals.compare import item_passed                       # the rule `keel eval compare` and the dashboard
+    from keel.evals.verdict import item_passed                       # the rule `keel eval compare` and the dashboard
     assert all(item_passed(row) == (by_run[row["id"]] == "passed") for row in payload["items"])   # count by
     assert failed and r.returncode == 1 and ev.returncode == 0       # the run's gate passes; its failed items show
     n_ok = len(items) - len(failed)

@@ -12,17 +12,18 @@ from ..command import command_parser, run_command
 from ..stats import (mean, mcnemar_exact, holm, paired_bootstrap, paired_randomisation, min_detectable_effect,
                      items_needed)
 from .core import item_value
+from .verdict import item_passed
 from . import gate
 from .report import report_page, esc
 
 # %% auto #0
 __all__ = ['RUN_OUTCOMES', 'AGENT_OUTCOMES', 'ROBUSTNESS_OUTCOMES', 'RUN', 'AGENT', 'ROBUSTNESS', 'KINDS', 'NEEDED_LIMIT',
-           'POWER', 'METHODOLOGY', 'METRIC_HEADS', 'FLIP_HEADS', 'Outcome', 'item_passed', 'outcome_value', 'Kind',
-           'item_key', 'key_label', 'check_items', 'read_report', 'check_report', 'items_digest', 'check_comparable',
-           'pair_items', 'flip_counts', 'flip_table', 'measure', 'significant', 'metric_verdict', 'power_words',
-           'config_diff', 'sources_of', 'retrieval_change', 'flipped_items', 'rubric_outcomes', 'select_outcomes',
-           'overall_verdict', 'compare_runs', 'metric_rows', 'flip_rows', 'config_lines', 'items_line', 'flip_words',
-           'format_text', 'format_markdown', 'format_html', 'format_json', 'cli']
+           'POWER', 'METHODOLOGY', 'METRIC_HEADS', 'FLIP_HEADS', 'Outcome', 'outcome_value', 'Kind', 'item_key',
+           'key_label', 'check_items', 'read_report', 'check_report', 'items_digest', 'check_comparable', 'pair_items',
+           'flip_counts', 'flip_table', 'measure', 'significant', 'metric_verdict', 'power_words', 'config_diff',
+           'sources_of', 'retrieval_change', 'flipped_items', 'rubric_outcomes', 'select_outcomes', 'overall_verdict',
+           'compare_runs', 'metric_rows', 'flip_rows', 'config_lines', 'items_line', 'flip_words', 'format_text',
+           'format_markdown', 'format_html', 'format_json', 'cli']
 
 # %% ../../nbs/56a_evals_compare.ipynb #f9d90395
 @dataclass(frozen=True)
@@ -35,11 +36,6 @@ class Outcome:
     better: int = 1         # 1 higher is better, -1 lower is better, 0 neither (reported, never better or worse)
     verb: str = ""          # the verdict's words, "B passes 3 more items"; default "has <name> on"
 
-def item_passed(r:dict) -> bool:
-    "Whether a golden-run item passed every check that applies to it: refusal, strings, citations, no leak, no error."
-    checks = (r.get("refusal_correct"), r.get("must_include_pass"), r.get("must_not_include_pass"),
-              r.get("citation_valid"))
-    return all(c is None or bool(c) for c in checks) and not r.get("leaks") and not r.get("error")
 
 # %% ../../nbs/56a_evals_compare.ipynb #0e091a90
 def outcome_value(o:Outcome, r:dict) -> float|None:

@@ -33,9 +33,9 @@ __all__ = ['LOWER_IS_BETTER', 'HEADLINE', 'score_retrieval', 'find_strings', 'Ch
            'outcome_of', 'kind_fields', 'check_item', 'judge_item', 'metrics_of', 'by_category', 'summarise',
            'run_gate', 'compare', 'metric_value', 'apply_floors', 'judge_trust', 'unreliable_metrics', 'EvalResult',
            'chunk_tags', 'ground_item', 'item_row', 'log_scores', 'ask_item', 'overfit_warning', 'category_warnings',
-           'run_judges', 'run_grounding', 'EvalItemTask', 'eval_items', 'run_checkpoint', 'ask_items', 'gate_run',
-           'run_warnings', 'run_eval', 'promote_baseline', 'headline', 'category_lines', 'floor_lines', 'gate_lines',
-           'print_result', 'cli']
+           'make_judges', 'run_judges', 'run_grounding', 'EvalItemTask', 'eval_items', 'run_checkpoint', 'ask_items',
+           'gate_run', 'run_warnings', 'run_eval', 'promote_baseline', 'headline', 'category_lines', 'floor_lines',
+           'gate_lines', 'print_result', 'cli']
 
 # %% ../../nbs/55_evals_run.ipynb #38dee817
 def score_retrieval(item:GoldenItem, hits:list) -> dict:
@@ -380,13 +380,16 @@ def category_warnings(con, items:list[GoldenItem]) -> list[str]:
     return out
 
 # %% ../../nbs/55_evals_run.ipynb #8b0dd6e2
+def make_judges(ctx) -> tuple[list[Judge], str]:
+    "The deployment's judge and, when `judge_endpoint` is set, a second one; and a note on the second."
+    j2, note = second_judge(ctx.settings, getattr(ctx, "judge_llm_factory", None))
+    return [Judge(ctx.llm), *([j2] if j2 else [])], note
+
 def run_judges(ctx, judge:bool, labels_path:Path, report_dir:Path, kappa_bar:float=0.4,
                progress:bool=False) -> tuple[list[Judge], list[str], dict|None, dict]:
     "The run's judges, notes about them, the first one's agreement with human labels and the metrics not to gate."
     if not judge: return [], [], None, {m: "judge off for this run" for m in METRICS}
-    judges = [Judge(ctx.llm)]
-    j2, note = second_judge(ctx.settings, getattr(ctx, "judge_llm_factory", None))
-    if j2: judges.append(j2)
+    judges, note = make_judges(ctx)
     agreement, ungated = judge_trust(judges[0], labels_path, report_dir, kappa_bar, progress)
     return judges, [note], agreement, ungated
 
@@ -405,11 +408,8 @@ class EvalItemTask(Task):
     rubrics: tuple = ()    # the golden set's rubrics, scored by the first judge
     def setup(self):
         self.ctx = ctx = self.workers.context(record=True)
-        self.recorder, self.judges, self.tags_of = ctx.ledger, [], chunk_tags(ctx.con)
-        if self.judge:
-            self.judges.append(Judge(ctx.llm))
-            j2, _ = second_judge(ctx.settings, ctx.judge_llm_factory)
-            if j2: self.judges.append(j2)
+        self.recorder, self.tags_of = ctx.ledger, chunk_tags(ctx.con)
+        self.judges = make_judges(ctx)[0] if self.judge else []
     def run(self, item:GoldenItem) -> tuple[dict, list]:
         self.recorder.take()
         row = ask_item(self.ctx, item, self.judges, self.tags_of, self.rubrics, (self.judges or [None])[0])

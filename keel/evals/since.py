@@ -30,10 +30,8 @@ def corpus_documents(con) -> dict:
 
 def rubrics_digest(gs:GoldenSet) -> str|None:
     "SHA-256 of the golden set's rubrics (None when it has none): a changed rubric rescores every item it applies to."
-    rs = list(getattr(gs, "rubrics", ()) or ())
-    if not rs: return None
-    parts = [r.digest() if callable(getattr(r, "digest", None)) else repr(r) for r in rs]
-    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+    if not gs.rubrics: return None
+    return hashlib.sha256(json.dumps([r.digest for r in gs.rubrics]).encode()).hexdigest()
 
 def run_inputs(ctx, gs:GoldenSet, judges:list) -> dict:
     "What reaches every item of a run: code, settings, model, judges, rubrics; and the corpus's documents."

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 # %% auto #0
-__all__ = ['CHECKS', 'Failure', 'item_failures', 'failure_message', 'rubric_notes', 'check_counts', 'check_line']
+__all__ = ['CHECKS', 'Failure', 'item_failures', 'failure_message', 'rubric_notes', 'item_passed', 'check_counts', 'check_line']
 
 # %% ../../nbs/55c_evals_verdict.ipynb #2a538de4
 CHECKS = ("leak", "error", "refusal", "must_include", "must_not_include", "citation", "rubric")
@@ -31,8 +31,9 @@ def item_failures(row:dict, # an item row of a golden run
     out = [Failure("leak", "; ".join(row.get("leak_details") or []) or f"{row['leaks']} leak(s)")] if row.get(
         "leaks") else []
     if row.get("error"): out.append(Failure("error", row["error"]))
-    if row.get("outcome") == "false_answer": out.append(Failure("refusal", "answered a question it must refuse"))
-    if row.get("outcome") == "false_refusal": out.append(Failure("refusal", "refused a question it should answer"))
+    if row.get("refusal_correct") == 0:
+        out.append(Failure("refusal", "answered a question it must refuse" if row.get("expect_refusal")
+                           else "refused a question it should answer"))
     if row.get("must_include_pass") == 0 and not row.get("refused"):
         out.append(Failure("must_include", "missing " + ", ".join(map(repr, row.get("missing") or []))))
     if row.get("must_not_include_pass") == 0:
@@ -73,9 +74,13 @@ def rubric_notes(row:dict, info:dict) -> list[str]:
     return [f"rubric {n} scored {vs[n]['score']} ({vs[n].get('reason') or 'no reason given'}): not gated, {i['why']}"
             for n, i in info.items() if not i.get("gated") and (vs.get(n) or {}).get("passed") is False]
 
+def item_passed(row:dict, gated:tuple=()) -> bool:
+    "Whether a golden item passed every check: the one rule of `keel eval compare`, the dashboard and pytest."
+    return not item_failures(row, gated)
+
 def check_counts(rows:list[dict], gated:tuple=()) -> tuple[int, list[str]]:
     "How many items passed every check, and the ids of those that failed one."
-    failed = [r["id"] for r in rows if item_failures(r, gated)]
+    failed = [r["id"] for r in rows if not item_passed(r, gated)]
     return len(rows) - len(failed), failed
 
 def check_line(rows:list[dict], gated:tuple=()) -> str:

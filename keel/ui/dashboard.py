@@ -9,7 +9,7 @@ from pathlib import Path
 import ipywidgets as W
 from fastcore.basics import patch
 from ..evals.report import GROUPS, TREND_METRICS, scorecard, trend_figure, fmt
-from ..evals.compare import item_passed
+from ..evals.verdict import item_passed
 from .base import style, message, esc, html_table, Snapshot
 from .compare import CompareView
 
