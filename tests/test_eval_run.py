@@ -134,6 +134,12 @@ def test_broken_retriever_fails_the_gate(corpus, keel_cmd):
                  "--baseline", base, "--report-dir", corpus / "reports-cmd", env={"KEEL_ANSWER_MODE": "extractive"})
     assert r.returncode == 1, r.stdout + r.stderr
     assert "hit_at_3" in r.stdout and "refusal_correct" in r.stdout and "gate: FAILED" in r.stdout
+    # a retriever that finds nothing is a real drop: the significance rule does not excuse it
+    r = keel_cmd("--data-dir", corpus / "empty", "eval", "run", corpus / "golden.yaml", "--no-judge", "--quiet",
+                 "--baseline", base, "--significant-only", "--report-dir", corpus / "reports-sig",
+                 env={"KEEL_ANSWER_MODE": "extractive"})
+    assert r.returncode == 1 and "counts only when its 95% interval is wholly worse" in r.stdout, r.stdout + r.stderr
+    assert "regression: hit_at_3 fell from" in r.stdout
 
 
 def test_tag_blind_retriever_leaks_and_fails_whatever_the_tolerances(corpus):

@@ -8,7 +8,6 @@ import argparse, dataclasses, sys, datetime as dt, hashlib, json, sqlite3, tempf
 from dataclasses import dataclass, field
 from pathlib import Path
 from ..errors import InputError, EXIT_OK, EXIT_FAILED
-from ..atomicfile import atomic_path
 from ..command import command_parser, run_command
 from ..yamlfile import read_yaml
 from ..providers.base import allowed
@@ -18,6 +17,7 @@ from ..agent.policy import Policy, decide, load_policy, parse_policy
 from ..agent.loop import AgentLoop
 from ..agent import approvals as q
 from ..stats import mean, percentile
+from .checkpoint import Checkpoint, code_version
 from .gate import (Gate, Regression, describe, read_report, load_baseline, check_same, default_baseline_path,
                              promote)
 from .report import report_page, esc, fmt, write_run_files
@@ -26,8 +26,8 @@ from .report import report_page, esc, fmt, write_run_files
 __all__ = ['EXPECT', 'TASK_KEYS', 'FILE_KEYS', 'RUN_KEYS', 'AGENT_TOLERANCES', 'AGENT_LOWER_IS_BETTER', 'METHODOLOGY',
            'AgentTask', 'parse_task', 'load_tasks', 'select_tasks', 'violations_of', 'score_task', 'summarise_agent',
            'agent_policy_for', 'agent_loop_for', 'run_task', 'AgentEvalResult', 'gate', 'run_config', 'load_agent_run',
-           'check_config', 'reuse_rows', 'load_agent_baseline', 'compare_agent', 'render_agent_report',
-           'write_agent_report', 'run_agent_eval', 'cli']
+           'check_config', 'reuse_rows', 'agent_checkpoint', 'load_agent_baseline', 'compare_agent',
+           'render_agent_report', 'write_agent_report', 'run_agent_eval', 'cli']
 
 # %% ../../nbs/61_evals_agent.ipynb #7b9b6663
 EXPECT = ("answer", "approval", "refusal")
@@ -261,9 +261,8 @@ def run_config(tasks_path:Path|str, backend:str, model:str, tool_mode:str, max_s
                 prompt_style=prompt_style, tool_mode=tool_mode, max_steps=max_steps)
 
 def load_agent_run(path:Path|str, what:str="agent run") -> dict:
-    "An agent report (`agent-<stamp>.json`, a baseline) or an interrupted run's `.partial.json`."
-    return read_report(path, "keel-eval-agent", what,
-                       "name an agent-<stamp>.json report, its .partial.json progress file or an agent baseline")
+    "An agent report (`agent-<stamp>.json`) or an agent baseline."
+    return read_report(path, "keel-eval-agent", what, "name an agent-<stamp>.json report or an agent baseline")
 
 def check_config(p:dict, config:dict, where:str, keys=RUN_KEYS, fix:str|None=None):
     "`InputError` naming the first key of `keys` on which the run `p` differs from `config` (a missing key is not)."
@@ -278,9 +277,12 @@ def reuse_rows(earlier:list[tuple[str, dict]], config:dict) -> dict[str, dict]:
         for r in p["items"]: out.setdefault(r["id"], {**r, "measured_in": r.get("measured_in") or p.get("stamp")})
     return out
 
-def _checkpoint(path:Path, payload:dict):
-    "Rewrite the progress file atomically (`atomic_path`), so an interrupted run leaves a readable one."
-    with atomic_path(path) as tmp: tmp.write_text(json.dumps(payload, default=str), encoding="utf-8")
+def agent_checkpoint(ctx, path:Path|str, config:dict) -> Checkpoint:
+    "The agent run's `Checkpoint`: rows keyed by task id under the run's configuration, settings digest and code."
+    from keel.evals.core import settings_digest
+    head = dict(kind="keel-eval-agent-checkpoint", **config, settings_digest=settings_digest(ctx.settings),
+                **code_version())
+    return Checkpoint(path, head, lambda r: r["id"], "tasks")
 
 # %% ../../nbs/61_evals_agent.ipynb #341be67e
 AGENT_TOLERANCES = dict(task_success=0.10, approvals_requested_where_required=0.0, schema_valid_calls=0.05,
@@ -402,11 +404,12 @@ def run_agent_eval(ctx, # an AppContext (llm, con, ledger, log, retriever, inges
                    tool_mode:str="native", ids:list[str]|None=None, limit:int|None=None, max_steps:int|None=None,
                    min_success:float|None=None, progress:bool=True,
                    split:str|None=None, # only the tune or only the heldout tasks
-                   resume:list|None=None, # earlier reports or progress files of this configuration: their tasks reused
+                   resume:list|None=None, # earlier reports of this configuration: their tasks reused
+                   checkpoint:Path|str|None=None, # JSON lines: tasks it holds are not run again, new ones appended
                    baseline_path:Path|str|None=None, # an agent baseline to gate against; None: no baseline
                    tolerances:dict|None=None # metric -> tolerated change against the baseline (see AGENT_TOLERANCES)
                   ) -> AgentEvalResult:
-    "Run the selected tasks not already measured in `resume` through the agent loop, score them all and gate."
+    "Run the selected tasks not already in `resume` or the checkpoint through the agent loop, score all and gate."
     conf, tasks = load_tasks(tasks_path)
     tasks = select_tasks(tasks, ids, split, limit, str(tasks_path))
     earlier = [(str(p), load_agent_run(p)) for p in resume or []]
@@ -422,24 +425,29 @@ def run_agent_eval(ctx, # an AppContext (llm, con, ledger, log, retriever, inges
     now = dt.datetime.now(dt.timezone.utc)
     head = dict(schema_version=1, kind="keel-eval-agent", stamp=now.strftime("%Y%m%dT%H%M%S-%fZ"),
                 created_at=now.isoformat(timespec="seconds"), tasks_path=str(tasks_path), **config)
-    partial = Path(report_dir)/f"agent-{head['stamp']}.partial.json" if report_dir is not None and todo else None
+    auto = checkpoint is None and report_dir is not None                # kept beside the reports, removed at the end
+    ck_path = checkpoint or (Path(report_dir)/f"agent-{head['stamp']}.checkpoint.jsonl" if auto else None)
+    ck = agent_checkpoint(ctx, ck_path, config) if ck_path and todo else None
+    held = {t.id: ck.rows[t.id] for t in todo if t.id in ck.rows} if ck else {}
+    done, todo = {**done, **held}, [t for t in todo if t.id not in held]
     rows, reg = {t.id: done[t.id] for t in tasks if t.id in done}, default_registry()
     if todo:
         if conf.get("documents"): ctx.ingestor.ingest_manifest(conf["documents"], progress=False)
-        if progress and partial:
-            print(f"progress: {partial} (continue an interrupted run with --resume {partial})", flush=True)
+        if progress and ck:
+            print(f"progress: {ck.path} (continue an interrupted run with --checkpoint {ck.path})", flush=True)
         with tempfile.TemporaryDirectory() as tmp:
             loop = agent_loop_for(ctx, conf, Path(tmp), tool_mode)
             for i, t in enumerate(todo, 1):
                 r = rows[t.id] = {**run_task(loop, t, max_steps), "measured_in": head["stamp"]}
-                if partial: _checkpoint(partial, {**head, "partial": True, "items": list(rows.values())})
+                if ck: ck.add(r)
                 if progress: print(f"[{i}/{len(todo)}] {t.id}: {'ok' if r['success'] else 'FAIL'} ({r['status']}, "
                                    f"{len(r['violations'])} violations, {r['latency_ms'] / 1000:.0f} s)", flush=True)
     items = [rows[t.id] for t in tasks]
     summary = summarise_agent(items)
     regs, info = compare_agent(items, baseline, tolerances) if baseline else ([], {})
     payload = dict(head, policy=agent_policy_for(ctx, conf, reg).source, split=split,
-                   resumed_from=[p for p, _ in earlier], ran=len(todo), summary=summary, items=items,
+                   resumed_from=[p for p, _ in earlier], ran=len(todo), from_checkpoint=len(held),
+                   checkpoint=None if checkpoint is None else str(checkpoint), summary=summary, items=items,
                    gate=gate(summary, min_success, regs),
                    baseline=dict(path=None if baseline_path is None else str(baseline_path), found=baseline is not None,
                                  stamp=(baseline or {}).get("stamp"),
@@ -447,7 +455,7 @@ def run_agent_eval(ctx, # an AppContext (llm, con, ledger, log, retriever, inges
                    methodology=METHODOLOGY)
     res = AgentEvalResult(payload)
     if report_dir is not None: res.json_path, res.html_path = write_agent_report(payload, report_dir)
-    if partial: partial.unlink(missing_ok=True)
+    if ck and auto: ck.path.unlink(missing_ok=True)
     return res
 
 # %% ../../nbs/61_evals_agent.ipynb #f4fbff6f
@@ -467,8 +475,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=None, help="run the first N tasks only")
     p.add_argument("--max-steps", type=int, default=None, help="model turns per task (default: the policy's budget)")
     p.add_argument("--resume", action="append", default=[], metavar="REPORT",
-                   help="reuse the tasks of an earlier agent report or .partial.json run the same way (repeatable); "
+                   help="reuse the tasks of an earlier agent report run the same way (repeatable); "
                         "when they cover every task nothing runs: a merge")
+    p.add_argument("--checkpoint", metavar="FILE",
+                   help="append each scored task to FILE (JSON lines) and skip the tasks it already holds: a stopped "
+                        "run resumes where it stopped (refused when the task file, model, settings or code differ)")
     p.add_argument("--baseline", default=None,
                    help="agent baseline JSON (default: baseline.json next to the task file)")
     p.add_argument("--no-baseline", action="store_true", help="gate violations (and --min-success) only")
@@ -503,7 +514,7 @@ def _run(a, make_ctx) -> int:
     res = run_agent_eval(make_ctx(), a.tasks, a.report_dir, a.tool_mode, ids=[i for i in (a.ids or "").split(",") if i]
                          or None, limit=a.limit, max_steps=a.max_steps, min_success=a.min_success,
                          progress=a.format == "text", split=a.split, resume=a.resume, baseline_path=bpath,
-                         tolerances=tol)
+                         tolerances=tol, checkpoint=a.checkpoint)
     promoted = promote(res.payload, a.baseline or default_baseline_path(a.tasks)) if a.promote and res.passed else None
     if a.format == "json":
         print(json.dumps(dict(summary=res.summary, gate=res.payload["gate"], baseline=res.payload["baseline"],

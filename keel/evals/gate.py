@@ -60,7 +60,8 @@ class Gate:
     floors: dict = field(default_factory=dict)       # metric -> absolute bound (at least; at most when lower is better)
     zero: tuple = ()                                 # counts that fail at any non-zero value
     lower_is_better: frozenset = frozenset()         # metrics better lower (matched on the name's last dotted part)
-    def lower(self, metric:str) -> bool: return metric.rpartition(".")[2] in self.lower_is_better
+    significant_only: bool = False                   # a tolerance breach counts only when its interval is wholly worse
+    def lower(self, metric:str) -> bool: return bool({metric, metric.rpartition(".")[2]} & self.lower_is_better)
 
 # %% ../../nbs/49a_evals_gate.ipynb #c4f4dfff
 @dataclass
@@ -71,6 +72,10 @@ class FloorCheck:
     direction: str           # `at least` or `at most`
     current: float|None
     passed: bool|None
+    def failure(self) -> Regression:
+        "The check as a floor `Regression`, which `describe` puts in words."
+        return Regression(self.metric, None, self.current, None, self.bound, rule="floor",
+                          lower=self.direction == "at most")
 
 @patch
 def floor_checks(self:Gate, value_of:Callable # reads a metric of the run by name (None: it applies to nothing)
@@ -98,10 +103,10 @@ def check(self:Gate, current:dict, # metric -> value of this run
         c, b = current.get(m), baseline.get(m)
         if m in self.zero or m in (ungated or {}) or tol is None or c is None or b is None: continue
         if worse_by(c, b, float(tol), self.lower(m)):
-            out.append(Regression(m, b, c, c - b, float(tol), *(interval(m) if interval else (None, None)),
-                                  lower=self.lower(m)))
-    return out + [Regression(f.metric, None, f.current, None, f.bound, rule="floor", lower=self.lower(f.metric))
-                  for f in self.floor_checks(value_of or current.get) if f.passed is False]
+            lo, hi = interval(m) if interval else (None, None)
+            if self.significant_only and lo is not None and not (lo > 0 if self.lower(m) else hi < 0): continue
+            out.append(Regression(m, b, c, c - b, float(tol), lo, hi, lower=self.lower(m)))
+    return out + [f.failure() for f in self.floor_checks(value_of or current.get) if f.passed is False]
 
 # %% ../../nbs/49a_evals_gate.ipynb #12dff3f4
 def matched_interval(current:list[dict], # this run's per-item rows

@@ -16,7 +16,7 @@ from ..atomicfile import atomic_path
 from ..executor import Task, Workers
 from ..providers.base import ChunkHit, Embeddings, allowed, effective_tags
 from ..stats import paired_randomisation
-from .gate import meets
+from .gate import meets, describe, FloorCheck
 from .core import norm, document_matches, mean_by_key
 from .metrics import query_measures, trec_order
 from .retrieval_data import Judgment, Dataset, Gate, LEVELS, load_dataset, passage
@@ -272,6 +272,13 @@ class GateResult:
     value: float|None                 # None when skipped
     passed: bool|None                 # None when skipped
     detail: str = ""                  # which system, the p-value of a delta, or why it was skipped
+    @property
+    def reason(self) -> str|None:
+        "Why it failed, in the words every harness uses (`keel.evals.gate.describe`); None unless it failed."
+        if self.passed is not False: return None
+        g = self.gate
+        name = f"{g.system} {g.level} {metric_key(g.metric, g.cutoff)}"
+        return describe(FloorCheck(name, float(g.minimum), "at least", self.value, False).failure())
 
 # %% ../../nbs/50b_evals_retrieval_bench.ipynb #7bd25882
 def _gate_result(res:BenchmarkResult, g:Gate) -> GateResult:

@@ -62,6 +62,8 @@ def _gate_lines(res:BenchmarkResult) -> list[str]:
     for g in res.gates:
         state = "SKIP" if g.passed is None else "PASS" if g.passed else "FAIL"
         val = "" if g.value is None else f"{g.value:.4f} "
+        if g.passed is False:                          # a failure in the words of every harness's gate
+            out.append(f"gate {g.gate.id}: FAIL {g.reason}" + (f" ({g.detail})" if g.detail else "")); continue
         out.append(f"gate {g.gate.id}: {state} {g.gate.system} {g.gate.level} "
                    f"{metric_key(g.gate.metric, g.gate.cutoff)} {val}(minimum {g.gate.minimum}) {g.detail}".rstrip())
     return out
@@ -99,7 +101,8 @@ def to_json(res:BenchmarkResult, top:int=10) -> dict:
             "comparisons": res.comparisons(),
             "significance": {"test": "paired randomisation, two-sided", "permutations": res.permutations,
                              "seed": res.seed},
-            "gates": [{**asdict(g.gate), "value": g.value, "passed": g.passed, "detail": g.detail} for g in res.gates],
+            "gates": [{**asdict(g.gate), "value": g.value, "passed": g.passed, "detail": g.detail, "reason": g.reason}
+                      for g in res.gates],
             "passed": res.passed,
             "cases": [{"id": c.id, "category": c.category, "query": c.query, "user_tags": c.user_tags,
                        "results": {s: {lv: {**res.scores[s][lv][c.id], "ranked": res.ranked[s][lv][c.id][:top]}

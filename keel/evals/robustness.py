@@ -16,7 +16,7 @@ from ..yamlfile import read_yaml
 from ..stats import mean, paired_bootstrap
 from .core import number_value, check_keys
 from .golden import GoldenItem, GoldenSet, read_golden_set, load_golden, golden_digest, ROBUSTNESS_GATES
-from .gate import meets
+from .gate import Gate, FloorCheck, describe
 from .checkpoint import Checkpoint, code_version
 
 # %% auto #0
@@ -24,9 +24,9 @@ __all__ = ['FRAMES', 'PLANTS', 'PERTURBATIONS', 'NOISE_RATIOS', 'REWORDINGS', 'P
            'passage_pool', 'is_expected', 'distractors', 'stand_in', 'replace_share', 'altered_number',
            'counterfactual_fact', 'alter', 'reword', 'plant', 'Probe', 'probe_rng', 'corpus_tags', 'excluding_tags',
            'probes_for', 'score_probe', 'ask_probe', 'consistency', 'follows_when_stated', 'table', 'GateCheck',
-           'gate_value', 'check_gates', 'RobustnessResult', 'answerable', 'parse_perturbations', 'probe_key',
-           'checkpoint_header', 'probe_checkpoint', 'ask_probes', 'ProbeTask', 'robustness_rows', 'run_robustness',
-           'noise_figure', 'render_robustness', 'write_robustness_report', 'format_table', 'cli']
+           'gate_value', 'robustness_gate', 'check_gates', 'RobustnessResult', 'answerable', 'parse_perturbations',
+           'probe_key', 'checkpoint_header', 'probe_checkpoint', 'ask_probes', 'ProbeTask', 'robustness_rows',
+           'run_robustness', 'noise_figure', 'render_robustness', 'write_robustness_report', 'format_table', 'cli']
 
 # %% ../../nbs/62_evals_robustness.ipynb #f2b8c9dd
 from .grounding import token_f1, normalize_answer
@@ -324,12 +324,17 @@ def table(rows:list[dict]) -> list[dict]:
 # %% ../../nbs/62_evals_robustness.ipynb #9de620db
 @dataclass
 class GateCheck:
-    "One robustness gate: the measured value against its bound."
+    "One robustness gate as its report records it: the measured value against its bound."
     name: str
     direction: str         # `min` or `max`
     bound: float
     value: float|None      # None: nothing to measure (the perturbation did not run or applied to no item)
     passed: bool
+    @property
+    def reason(self) -> str|None:
+        "Why it failed, in the words every harness uses (`keel.evals.gate.describe`); None when it passed."
+        at = "at most" if self.direction == "max" else "at least"
+        return None if self.passed else describe(FloorCheck(self.name, self.bound, at, self.value, False).failure())
 
 def _pooled(rows, pert, metric, param=None):
     return mean(None if r.get(metric) is None else float(r[metric]) for r in rows
@@ -350,16 +355,17 @@ def gate_value(name:str, rows:list[dict]) -> float|None:
         return float(sum(r["leaks"] for r in rs)) if rs else None
     return _pooled(rows, pert, {"refusal_rate": "refused"}.get(metric, metric))
 
+def robustness_gate(overrides:dict|None=None) -> Gate:
+    "The robustness bounds as the shared `Gate`'s floors: the golden set's over the defaults (`max` is lower-better)."
+    return Gate(floors={k: float((overrides or {}).get(k, b)) for k, (_, b) in ROBUSTNESS_GATES.items()},
+                lower_is_better=frozenset(k for k, (d, _) in ROBUSTNESS_GATES.items() if d == "max"))
+
 def check_gates(rows:list[dict], overrides:dict|None=None) -> list[GateCheck]:
-    "Every gate whose perturbation ran, with the golden set's bounds over the defaults."
-    out = []
-    for name, (direction, bound) in ROBUSTNESS_GATES.items():
-        bound = float((overrides or {}).get(name, bound))
-        v = gate_value(name, rows)
-        if v is None and not any(r["perturbation"] == name.split(".")[0] for r in rows): continue
-        ok = v is None or meets(v, bound, lower=direction == "max")
-        out.append(GateCheck(name, direction, bound, v, ok))
-    return out
+    "Every gate whose perturbation ran; one with nothing to measure passes (there is nothing to judge)."
+    ran = {r["perturbation"] for r in rows}
+    return [GateCheck(f.metric, "max" if f.direction == "at most" else "min", f.bound, f.current, f.passed is not False)
+            for f in robustness_gate(overrides).floor_checks(lambda k: gate_value(k, rows))
+            if f.metric.split(".")[0] in ran]
 
 # %% ../../nbs/62_evals_robustness.ipynb #e39fc978
 @dataclass
@@ -487,7 +493,8 @@ def run_robustness(ctx, # an AppContext (answer_engine, retriever, con, settings
                    checkpoint=str(checkpoint) if checkpoint else None, from_checkpoint=reused, probes_missing=missing,
                    model=str(getattr(ctx.answer_engine.llm, "name", ""))
                    if ctx.settings.answer_mode != "extractive" else "", n_items=len(items), n_probes=len(rows),
-                   gate=dict(passed=all(g.passed for g in gates), checks=[dataclasses.asdict(g) for g in gates]),
+                   gate=dict(passed=all(g.passed for g in gates), checks=[dataclasses.asdict(g) for g in gates],
+                             reasons=[g.reason for g in gates if not g.passed]),
                    table=tab, rows=rows, **code_version())
     res = RobustnessResult(rows, tab, gates, payload)
     if report_dir is not None: res.json_path, res.html_path = write_robustness_report(payload, report_dir)
@@ -529,6 +536,8 @@ def render_robustness(payload:dict, plotly_js:str="plotly.min.js") -> str:
     fig = noise_figure(payload["rows"]).to_html(include_plotlyjs=False, full_html=False,
                                                 div_id="noise-chart") if any(
                                                     r["perturbation"] == "noise" for r in payload["rows"]) else ""
+    reasons = "".join(f"<li>{esc(w)}</li>" for w in g.get("reasons") or [])     # older reports have none
+    reasons = f"<ul>{reasons}</ul>" if reasons else ""
     partial = (f'<p class="warn">Partial: {payload["probes_missing"]} probes of this run are not in its checkpoint '
                f'yet; the table '
                'and gates cover the others only.</p>' if payload.get("probes_missing") else "")
@@ -538,12 +547,12 @@ def render_robustness(payload:dict, plotly_js:str="plotly.min.js") -> str:
             f'{esc(payload["model"])} · seed {payload["seed"]} · {esc(payload["created_at"])} · Keel '
             f'{esc(payload.get("keel_version", "?"))} {esc((payload.get("keel_commit") or "")[:10])}'
             f'</p><div class="gate '
-            f'{"pass" if g["passed"] else "fail"}">gate {"passed" if g["passed"] else "FAILED"}</div>{partial}<h2>'
-            f'Gates</h2><table><tr><th>gate</th><th>bound</th><th>value</th><th></th></tr>{checks}</table><h2>'
-            f'Perturbation × metric</h2><table><tr><th>perturbation</th><th>param</th><th>metric</th><th>n</th><th>'
-            f'clean</th><th>perturbed</th><th>delta</th><th>95% CI of delta</th></tr>{tab}</table>{fig}<h2>Probes</h2>'
-            f'<table><tr><th>item</th><th>perturbation</th><th>question</th><th>tags</th><th>answer</th><th>leaks</th>'
-            f'</tr>{probes}</table>',
+            f'{"pass" if g["passed"] else "fail"}">gate {"passed" if g["passed"] else "FAILED"}</div>'
+            f'{reasons}{partial}<h2>Gates</h2><table><tr><th>gate</th><th>bound</th><th>value</th><th></th></tr>'
+            f'{checks}</table><h2>Perturbation × metric</h2><table><tr><th>perturbation</th><th>param</th><th>'
+            f'metric</th><th>n</th><th>clean</th><th>perturbed</th><th>delta</th><th>95% CI of '
+            f'delta</th></tr>{tab}</table>{fig}<h2>Probes</h2><table><tr><th>item</th><th>perturbation</th><th>'
+            f'question</th><th>tags</th><th>answer</th><th>leaks</th></tr>{probes}</table>',
                 f'<style>td{{overflow-wrap:anywhere}}</style><script src="{esc(plotly_js)}"></script>')
 
 def write_robustness_report(payload:dict, report_dir:Path|str) -> tuple[Path, Path]:
@@ -599,7 +608,8 @@ def _run(a, make_ctx) -> int:
     print(format_table(res))
     if res.payload["probes_missing"]:
         print(f"partial: {res.payload['probes_missing']} probes not in the checkpoint yet")
-    print(f"gate: {'passed' if res.gate_passed else 'FAILED'}\nreport: {res.html_path}\njson: {res.json_path}")
+    why = "" if res.gate_passed else ": " + "; ".join(res.payload["gate"]["reasons"])
+    print(f"gate: {'passed' if res.gate_passed else 'FAILED'}{why}\nreport: {res.html_path}\njson: {res.json_path}")
     return EXIT_OK if res.gate_passed else EXIT_FAILED
 
 def cli(argv:list[str], # arguments after `keel eval robustness`

@@ -194,11 +194,13 @@ def summarise(rows:list[dict]) -> dict:
 
 # %% ../../nbs/55_evals_run.ipynb #fc78627d
 def run_gate(thresholds:dict|None=None, # metric -> tolerated drop, over DEFAULT_THRESHOLDS
-             floors:dict|None=None # the golden set's absolute bounds
+             floors:dict|None=None, # the golden set's absolute bounds
+             significant_only:bool=False # a drop past tolerance fails only when its interval is wholly worse
             ) -> Gate:
     "The golden run's `Gate`: the tolerances against the baseline, the set's floors, and leaks at zero."
     th = {**DEFAULT_THRESHOLDS, **(thresholds or {})}
-    return Gate(th, dict(floors or {}), ("leaks",) if th.get("leaks") is not None else (), LOWER_IS_BETTER)
+    return Gate(th, dict(floors or {}), ("leaks",) if th.get("leaks") is not None else (), LOWER_IS_BETTER,
+                significant_only)
 
 # %% ../../nbs/55_evals_run.ipynb #66ad7a32
 def _baseline_parts(baseline:dict|None) -> tuple[dict|None, list[dict]]:
@@ -456,9 +458,9 @@ def ask_items(ctx, items:list[GoldenItem], judges:list[Judge], judge:bool=True, 
     return [copy.deepcopy(done[it.id]) for it in items]
 
 def gate_run(summary:dict, rows:list[dict], baseline:dict|None, thresholds:dict|None, ungated:dict,
-             floors:dict) -> tuple[list[Regression], list[dict]]:
+             floors:dict, significant_only:bool=False) -> tuple[list[Regression], list[dict]]:
     "The run's regressions against the baseline and the floors it breaks, and a record of every floor applied."
-    g, (bmetrics, bitems) = run_gate(thresholds, floors), _baseline_parts(baseline)
+    g, (bmetrics, bitems) = run_gate(thresholds, floors, significant_only), _baseline_parts(baseline)
     value_of = lambda k: metric_value(summary, k)
     regs = g.check(summary["metrics"], bmetrics, value_of=value_of, ungated=ungated,
                    interval=lambda m: matched_interval(rows, bitems, m))
@@ -483,7 +485,8 @@ def run_eval(ctx, # an AppContext (answer_engine, llm, settings, log, con)
              kappa_bar:float=0.4, # judge metrics with lower agreement are reported, not gated
              checkpoint:Path|str|None=None, # JSON lines: items it holds are not asked again (a stopped run resumes)
              rubric_labels_path:Path|str|None=None, # human rubric labels; default: rubric_labels.yaml next to the set
-             since:Path|str|None=None # an earlier run's report: ask again only the items a change since can reach
+             since:Path|str|None=None, # an earlier run's report: ask again only the items a change since can reach
+             significant_only:bool=False # a drop past tolerance fails only when its 95% interval is wholly worse
             ) -> EvalResult:
     "Run the golden set through the answer engine, score, gate against the baseline and write reports."
     gs = golden if isinstance(golden, GoldenSet) else read_golden_set(golden)
@@ -503,7 +506,8 @@ def run_eval(ctx, # an AppContext (answer_engine, llm, settings, log, con)
     if plan: rows = merge(plan, items, rows)
     summary = {**summarise(rows), "wall_s": time.perf_counter() - t0}
     thresholds, ungated = {**rp.tolerances, **(thresholds or {})}, {**ungated, **rp.ungated}
-    regs, floors_applied = gate_run(summary, rows, baseline, thresholds, ungated, {**floors, **rp.floors})
+    regs, floors_applied = gate_run(summary, rows, baseline, thresholds, ungated, {**floors, **rp.floors},
+                                    significant_only)
     warnings = run_warnings(ctx, items, summary, digest, baseline)
     judge_info = dict(on=judge, judges=[j.name for j in judges], notes=notes, agreement=agreement, ungated=ungated,
                       kappa_bar=kappa_bar, grounding_agreement=grounding, rubrics=rp.info,
@@ -512,6 +516,7 @@ def run_eval(ctx, # an AppContext (answer_engine, llm, settings, log, con)
                             {**DEFAULT_THRESHOLDS, **(thresholds or {})}, judge_info=judge_info, warnings=warnings,
                             floors=floors_applied)
     payload.update(inputs=inputs, since=record(plan) if plan else None, cache=cache_summary(ctx, calls))
+    payload["gate"]["significant_only"] = significant_only
     jpath, hpath = write_report(payload, report_dir)
     return EvalResult(summary, rows, hpath, jpath, not regs, regs, payload, warnings)
 
@@ -536,6 +541,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--promote", action="store_true", help="save this run as the baseline when its gate passes")
     p.add_argument("--threshold", action="append", default=[], metavar="METRIC=TOL",
                    help="tolerated drop for a metric, e.g. hit_at_3=0.1")
+    p.add_argument("--significant-only", action="store_true",
+                   help="a metric past its tolerance fails the gate only when the 95%% interval of its change over the "
+                        "items both runs have is wholly worse (small sets: one flipped item is not a regression)")
     p.add_argument("--checkpoint", metavar="FILE",
                    help="append each scored item to FILE (JSON lines) and skip the items it already holds: a stopped "
                         "run resumes where it stopped (refused when the set, settings, corpus or code differ)")
@@ -608,6 +616,8 @@ def gate_lines(res:EvalResult) -> list[str]:
     if not g["baseline_found"]:
         return [f"gate: passed (no baseline at {g['baseline_path']})" if res.gate_passed else "gate: FAILED", *regs]
     tol = ", ".join(f"{k} {v}" for k, v in g["thresholds"].items() if v is not None and k not in ungated)
+    if g.get("significant_only"):
+        tol += " (a drop past its tolerance counts only when its 95% interval is wholly worse)"
     verdict = "gate: passed" if res.gate_passed else "gate: FAILED on " + ", ".join(r.metric for r in res.regressions)
     return [f"tolerances against the baseline: {tol}", *regs, verdict]
 
@@ -634,7 +644,7 @@ def _run(a, make_ctx) -> int:
     ctx = make_ctx()
     if a.no_cache: ctx.no_cache()
     res = run_eval(ctx, golden, a.report_dir, judge=not a.no_judge, baseline_path=a.baseline, thresholds=th,
-                   progress=not a.quiet, checkpoint=a.checkpoint, since=a.since)
+                   progress=not a.quiet, checkpoint=a.checkpoint, since=a.since, significant_only=a.significant_only)
     print_result(res)
     if a.promote and res.gate_passed: print(f"baseline promoted: {promote_baseline(res, a.baseline)}")
     elif a.promote: print("baseline NOT promoted: the gate failed", file=sys.stderr)
