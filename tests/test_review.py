@@ -222,7 +222,7 @@ def test_invalid_dataset_exit_2(keel_cmd, repo, settings, tmp_path):
 def test_dataset_validation_names_case_and_field(tmp_path):
     p = tmp_path/"d.yaml"
     for body, msg in [("  - {id: a, question: Why}\n", "case a: field expectations are missing"),
-                      ("  - {id: a, question: Why, answer_decision: perhaps}\n", "case a: field answer_decision must be answer or abstain"),
+                      ("  - {id: a, question: Why, answer_decision: perhaps}\n", "case a: field answer_decision must be answer, abstain or evidence"),
                       ("  - {id: a, question: Why, min_groundedness: 1.5}\n", "case a: field min_groundedness: 1.5 is not in 0..1"),
                       ("  - {id: a, question: Why, evidence_contain: x}\n", "case a: field evidence_contain is unknown"),
                       ("  - {id: a, question: Why, budget: 0, min_sources: 1}\n", "case a: field budget: 0 is not an integer in 1..")]:
@@ -389,7 +389,7 @@ def test_review_with_generative_model(repo, tmp_path):
     validate(res.to_dict(), "review-report")
     for x in res.cases:
         for o in (x.work, x.base):
-            assert o.decision in ("answer", "abstain")
+            assert o.decision in ("answer", "abstain", "evidence")
             assert o.groundedness is None or 0 <= o.groundedness <= 1
             assert all(l.startswith(("clinic.md", "procurement.md", "parking.md", "canteen.md")) for l in o.citations)
     assert {x.classification for x in res.cases} <= {"improved", "regressed", "unchanged_pass", "unchanged_fail"}

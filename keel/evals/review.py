@@ -16,7 +16,7 @@ from .answer_command import (SCHEMA_VERSION, DEFAULT_TIMEOUT, Source, Claim, Com
                                        build_request, answer_with_command, text_digest)
 
 # %% auto #0
-__all__ = ['EXPECTATIONS', 'CASE_FIELDS', 'TOP_FIELDS', 'SUPPORTED', 'MANIFESTS', 'CLASSES', 'GATES', 'ReviewCase',
+__all__ = ['EXPECTATIONS', 'CASE_FIELDS', 'TOP_FIELDS', 'DECISIONS', 'SUPPORTED', 'MANIFESTS', 'CLASSES', 'GATES', 'ReviewCase',
            'ReviewDataset', 'load_review_dataset', 'Outcome', 'locator_path', 'ref_matches', 'check_case',
            'split_claims', 'rel_source', 'heading_leaf', 'hits_to_sources', 'outcome_from_answer', 'git', 'locate',
            'resolve_commit', 'extract_revision', 'changed_paths', 'file_digests', 'kb_files', 'ingest_folder',
@@ -59,6 +59,7 @@ def _case_err(cid, fld, why, fix="fix the review dataset"): raise InputError(f"{
 
 # %% ../../nbs/58_evals_review.ipynb #56b19781
 _REFS = ("expected_sources", "citation_sources")
+DECISIONS = ("answer", "abstain", "evidence")     # what a case may expect of the answer
 
 def _parse_expectation(cid, fld, v):
     typ, where = EXPECTATIONS[fld], _field(cid, fld)
@@ -66,7 +67,7 @@ def _parse_expectation(cid, fld, v):
     if typ is list: return text_list(v, where)
     if fld == "min_groundedness": return number_value(v, where, 0, 1)
     if typ is int: return int_value(v, where, 0)
-    if v not in ("answer", "abstain"): _case_err(cid, fld, f"must be answer or abstain, got {v!r}")
+    if v not in DECISIONS: _case_err(cid, fld, f"must be answer, abstain or evidence, got {v!r}")
     return v
 
 # %% ../../nbs/58_evals_review.ipynb #1a727898
@@ -110,7 +111,7 @@ def load_review_dataset(path:Path|str) -> ReviewDataset: # a review dataset YAML
 class Outcome:
     "What one case produced in one revision of the knowledge base."
     retrieved: list[Source]                 # the first `budget` passages the retriever returned
-    decision: str = "answer"                # answer or abstain
+    decision: str = "answer"                # answer, abstain or evidence
     answer: str = ""
     claims: list[Claim] = field(default_factory=list)
 
@@ -204,7 +205,7 @@ def outcome_from_answer(answer, # a `keel.answer.types.Answer`
     by_chunk = {s.chunk_id: s.locator for s in shown}
     by_n = {c.n: c for c in answer.citations if not getattr(c, "inferred", False)}
     claims = []
-    for sent in ([] if answer.refused else split_claims(answer.text)):
+    for sent in (split_claims(answer.text) if answer.kind == "answer" else []):    # evidence asserts nothing
         ok, bad = [], []
         for m in _MARK.finditer(sent):
             for n in map(int, m.group(1).split(",")):
@@ -214,7 +215,8 @@ def outcome_from_answer(answer, # a `keel.answer.types.Answer`
                     bad.append(f"[{n}]" if c is None else f"{rel_source(c.source, kb_root)}#{heading_leaf(c.heading)}")
         claims.append(Claim(_MARK.sub("", sent).replace(" .", ".").strip(), list(dict.fromkeys(ok)),
                             list(dict.fromkeys(bad))))
-    return Outcome(evidence, "abstain" if answer.refused else "answer", "" if answer.refused else answer.text, claims)
+    decision = {"refusal": "abstain", "evidence": "evidence"}.get(answer.kind, "answer")
+    return Outcome(evidence, decision, answer.text if decision == "answer" else "", claims)
 
 # %% ../../nbs/58_evals_review.ipynb #03e78945
 def git(repo:Path, *args:str, binary:bool=False):
@@ -552,7 +554,8 @@ def _answer_changes(self:ReviewResult) -> list[str]:
     "The answers that changed between the revisions, side by side."
     changed = [c for c in self.cases if "answer_changed" in c.reasons]
     if not changed: return []
-    def said(o): return _cell(o.answer if o.decision == "answer" else "(abstains)")
+    def said(o): return _cell(o.answer if o.decision == "answer" else "(shows evidence)" if o.decision == "evidence"
+                              else "(abstains)")
     return (["", "### Answer changes", "", "| case | base | working |", "|---|---|---|"]
             + [f"| {_cell(c.id)} | {said(c.base)} | {said(c.work)} |" for c in changed])
 
