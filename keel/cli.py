@@ -15,7 +15,8 @@ __all__ = ['EXIT_CLOSED_PIPE', 'build_parser', 'main', 'cmd_models', 'cmd_status
 
 # %% ../nbs/90_cli.ipynb #71389b3f
 _DELEGATED = {   # command -> (module, its entry `f(argv, make_ctx) -> int`, help line)
-    "ingest": ("keel.ingest.pipeline", "cli", "ingest documents: keel ingest PATH|MANIFEST [--title T] [--tags a,b]"),
+    "ingest": ("keel.ingest.pipeline", "cli", "ingest documents: keel ingest PATH... (files, folders, URLs, "
+               "manifests) [--tags a,b] [--include GLOB] [--exclude GLOB] [--hidden] [--title T]"),
     "calibrate": ("keel.evals.calibrate", "cli",
                   "calibrate the refusal gate on this corpus: keel calibrate [GOLDEN] [--target 0.1]"),
     "eval run": ("keel.evals.run", "cli", "run the golden set through the answer engine and gate regressions"),

@@ -6,10 +6,11 @@
 from __future__ import annotations
 import argparse, sys
 from collections.abc import Callable, Sequence   # not typing: `keel --help` imports this module
+from fastcore.basics import patch_to
 from .errors import KeelError, EXIT_OK, EXIT_INVALID, one_line
 
 # %% auto #0
-__all__ = ['EXIT_CODES', 'command_parser', 'print_error', 'run_command']
+__all__ = ['EXIT_CODES', 'command_parser', 'print_error', 'run_command', 'progress_mode', 'Progress']
 
 # %% ../nbs/00a_command.ipynb #9a6c0b27
 EXIT_CODES = ("exit codes: 0 ok, 1 check failed, 2 invalid input, 3 model unavailable, 4 air-gap refusal, 5 unreadable "
@@ -36,3 +37,76 @@ def run_command(parser:argparse.ArgumentParser, # the subcommand's arguments
     except SystemExit as e: return EXIT_OK if e.code in (0, None) else EXIT_INVALID
     try: return int(body(args) or EXIT_OK)
     except KeelError as e: return print_error(e)
+
+# %% ../nbs/00a_command.ipynb #0f59b33f
+import time
+
+def progress_mode(progress:bool|None=None, # False: none at all; None or True: the kind the output allows
+                  stream=None # where it goes (default stderr)
+                 ) -> str:
+    "`off`, `widget` (a notebook kernel runs us), `bar` (a terminal) or `lines` (a file or a pipe)."
+    if progress is False: return "off"
+    shell = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
+    if shell is not None and hasattr(shell, "kernel"): return "widget"
+    return "bar" if getattr(stream or sys.stderr, "isatty", lambda: False)() else "lines"
+
+def _span(s:float) -> str:
+    "Seconds as 42s, 3m05s or 2h07m."
+    s = int(round(s))
+    return f"{s}s" if s < 60 else f"{s // 60}m{s % 60:02d}s" if s < 3600 else f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+# %% ../nbs/00a_command.ipynb #e2822792
+class Progress:
+    "Progress of a long command: a bar on a terminal or in a notebook, else a plain line at most every `every` seconds."
+    def __init__(self, total:int, # items to do
+                 desc:str, # what is being done, e.g. `ingest`
+                 unit:str="item", progress:bool|None=None, # False: nothing shown
+                 every:float=10.0, # seconds between plain lines, at least
+                 stream=None, # default stderr
+                 clock:Callable=time.monotonic, mode:str|None=None): # the mode; default `progress_mode`
+        self.total, self.desc, self.unit, self.every, self.clock, self.done = total, desc, unit, every, clock, 0
+        self.stream, self.mode = stream or sys.stderr, mode or progress_mode(progress, stream)
+        self.start = self.last = clock()
+        self.bar = None
+        if self.mode in ("bar", "widget"):
+            from tqdm.auto import tqdm
+            self.bar = tqdm(total=total, desc=desc, unit=unit, file=self.stream, smoothing=0.1)
+
+
+# %% ../nbs/00a_command.ipynb #5996c338
+@patch_to(Progress)
+def line(self, final:bool=False) -> str:
+    "The plain line as of now: done/total, the share, the rate and the time left (or taken, at the end)."
+    took = max(self.clock() - self.start, 1e-9)
+    rate, share = self.done / took, f" ({self.done / self.total:.0%})" if self.total else ""
+    tail = f"{_span(took)} in all" if final else (
+        f"{_span((self.total - self.done) / rate)} left" if rate > 0 and self.total else "time left unknown")
+    return f"{self.desc}: {self.done}/{self.total}{share}, {rate:.2f} {self.unit}/s, {tail}"
+
+@patch_to(Progress)
+def update(self, n:int=1, note:str|None=None):
+    "`n` more items done; a plain line when `every` seconds passed since the last."
+    self.done += n
+    if self.bar is not None:
+        self.bar.update(n)
+        if note: self.bar.set_postfix_str(note[:40])
+    elif self.mode == "lines" and self.clock() - self.last >= self.every:
+        self.last = self.clock(); print(self.line(), file=self.stream, flush=True)
+
+@patch_to(Progress)
+def close(self):
+    "Close the bar, or print the last plain line (when anything was done)."
+    if self.bar is not None: self.bar.close()
+    elif self.mode == "lines" and self.done: print(self.line(final=True), file=self.stream, flush=True)
+    self.mode, self.bar = "off", None
+
+@patch_to(Progress)
+def __call__(self, done:int, total:int|None=None):
+    "As an executor's `progress(done, total)` callback."
+    if total is not None: self.total = total
+    self.update(done - self.done)
+
+Progress.__enter__ = lambda self: self
+Progress.__exit__ = lambda self, *exc: self.close()
+

@@ -34,7 +34,7 @@ def test_manifest_cannot_reach_outside_its_folder(keel_cmd, tmp_path):
     secret = tmp_path/"host"/"shadow.txt"; secret.parent.mkdir(); secret.write_text("root:HOST-SECRET-LINE\n")
     mf = hostile.escaping_manifest(tmp_path/"corpus", secret)
     r = ingest(keel_cmd, tmp_path, mf)
-    lines = r.stdout.splitlines()
+    lines = r.stdout.splitlines()[:-1]   # the last line is the call's summary
     assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
     assert len(lines) == 3 and all(l.startswith("failed  ") for l in lines), lines
     assert all("outside the folders ingest may read" in l and "KEEL_INGEST_ROOTS" in l for l in lines), lines
@@ -165,7 +165,7 @@ def test_file_name_cannot_forge_a_status_line(keel_cmd, tmp_path):
     (tmp_path/"in").mkdir()
     f = hostile.forged_name_file(tmp_path/"in")
     r = ingest(keel_cmd, tmp_path, f, env={"KEEL_MAX_DOCUMENT_BYTES": "10"})   # fails fast, before any model loads
-    assert r.stdout.count("\n") == 1, r.stdout
+    assert r.stdout.count("\n") == 2 and r.stdout.splitlines()[1].startswith("1 source: "), r.stdout   # its line, the summary
     assert "\x1b" not in r.stdout and "\\n" in r.stdout and "\\x1b[2K" in r.stdout
     assert r.returncode == 5
 

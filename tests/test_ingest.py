@@ -141,6 +141,8 @@ def test_keel_ingest_corpus_end_to_end(keel_cmd, tmp_path, real_screen):
     r = keel_cmd("--data-dir", data, "ingest", CORPUS / "manifest.yaml")
     assert r.returncode == 0, r.stdout + r.stderr
     lines = r.stdout.splitlines()
+    assert lines[-1].startswith("5 sources: 5 added, 0 replaced, 0 unchanged, 0 skipped, 0 failed; "), lines[-1]
+    lines = lines[:-1]
     assert [l.split()[:2] for l in lines] == [["added", n] for n in ("procurement-policy.pdf", "clinic-records-policy.docx",
                                                "keel-operations-guide.html", "salary-bands.md", "supplier-note.txt")]
     # the planted injection's chunk is reported quarantined; the PII count follows it (the note lists a phone number)
@@ -168,7 +170,8 @@ def test_keel_ingest_corpus_end_to_end(keel_cmd, tmp_path, real_screen):
     con.close()
 
     again = keel_cmd("--data-dir", data, "ingest", CORPUS / "manifest.yaml")
-    assert again.returncode == 0 and all(l.startswith("duplicate  ") for l in again.stdout.splitlines())
+    assert again.returncode == 0 and all(l.startswith("duplicate  ") for l in again.stdout.splitlines()[:-1])
+    assert again.stdout.splitlines()[-1].startswith("5 sources: 0 added, 0 replaced, 5 unchanged, "), again.stdout
     # a permission mistake is corrected by ingesting the same file with the right tags
     r = keel_cmd("--data-dir", data, "ingest", CORPUS / "supplier-note.txt", "--title", "Supplier Note: Coastal Office Supplies", "--tags", "finance")
     assert r.returncode == 0 and r.stdout.startswith("replaced  supplier-note.txt  "), r.stdout + r.stderr
@@ -196,9 +199,74 @@ def test_keel_ingest_reports_each_failure_and_keeps_going(keel_cmd, tmp_path, re
     assert lines[1].startswith("added  salary-bands.md  ")
     assert lines[2].startswith("failed  scanned.pdf  NoTextLayer: scanned.pdf: no page has a text layer (a scanned PDF); run OCR first")
     assert lines[3].startswith("failed  missing.docx  SourceUnreachable:")
+    assert lines[4].startswith("4 sources: 1 added, 0 replaced, 0 unchanged, 0 skipped, 3 failed; "), lines[4]
     con = sqlite3.connect(tmp_path / "data" / "keel.db")
     assert [t for (t,) in con.execute("SELECT title FROM documents")] == ["Salary Bands 2026"]
     con.close()
+
+
+# --- several sources in one call: files, a folder, a manifest ---------------------------------------
+
+def _sources(tmp_path):
+    "A folder with nested documents, a hidden file, a draft, a photo and a link leading outside; loose files; a manifest."
+    outside = tmp_path / "host" / "shadow.txt"
+    outside.parent.mkdir(); outside.write_text("HOST-SECRET-LINE\n")
+    docs, loose = tmp_path / "docs", tmp_path / "loose"
+    for rel, text in {"policy/travel.md": "# Travel\n\nEconomy class for flights under five hours.\n",
+                      "policy/leave/parental.txt": "Parental leave is eighteen weeks at full pay.\n",
+                      "drafts/wip.md": "# WIP\n\nDRAFT-ONLY-TEXT\n", ".private.md": "# Private\n\nHIDDEN-TEXT\n",
+                      "kiosk.html": "<html><body><h1>Kiosk</h1><p>The kiosk opens at 8am.</p></body></html>"}.items():
+        (docs / rel).parent.mkdir(parents=True, exist_ok=True); (docs / rel).write_text(text)
+    (docs / "photo.png").write_bytes(b"\x89PNG\r\n")
+    (docs / "policy" / "shadow.txt").symlink_to(outside)
+    loose.mkdir()
+    (loose / "a.md").write_text("# Alpha\n\nThe alpha note says parking is free on Fridays.\n")
+    (loose / "b.txt").write_text("The beta note says the canteen closes at 3pm.\n")
+    (loose / "c.md").write_text("# Gamma\n\nThe gamma note lists the fire wardens.\n")
+    (loose / "m.yaml").write_text("documents:\n  - path: c.md\n    acl_tags: [hr]\n")
+    return docs, loose
+
+
+@pytest.mark.slow
+def test_keel_ingest_files_folder_and_manifest_in_one_call(keel_cmd, tmp_path, real_screen):
+    docs, loose = _sources(tmp_path)
+    data = tmp_path / "data"
+    r = keel_cmd("--data-dir", data, "ingest", loose / "a.md", loose / "b.txt", docs, loose / "m.yaml",
+                 "--exclude", "drafts/*")
+    assert "Traceback" not in r.stderr, r.stderr
+    lines = r.stdout.splitlines()
+    assert [l.split("  ")[:2] for l in lines[:-1]] == [
+        ["added", "a.md"], ["added", "b.txt"], ["added", "kiosk.html"], ["skipped", "photo.png"],
+        ["added", "parental.txt"], ["failed", "shadow.txt"], ["added", "travel.md"], ["added", "c.md"]], r.stdout
+    assert "outside the folders ingest may read" in lines[5] and "KEEL_INGEST_ROOTS" in lines[5], lines[5]
+    assert lines[-1].startswith("8 sources: 6 added, 0 replaced, 0 unchanged, 1 skipped, 1 failed; "), lines[-1]
+    assert r.returncode == 2, r.returncode   # the one failure is a path outside the allowed folders: its code
+    con = sqlite3.connect(data / "keel.db")
+    texts = " ".join(t for (t,) in con.execute("SELECT text FROM chunks"))
+    assert "HOST-SECRET-LINE" not in texts and "DRAFT-ONLY-TEXT" not in texts and "HIDDEN-TEXT" not in texts
+    tags = dict(con.execute("SELECT title, acl_tags FROM documents"))
+    assert tags["Gamma"] == '["hr"]' and tags["Alpha"] == '["public"]', tags
+    con.close()
+    # again with --hidden: only the hidden file is new, everything else is unchanged
+    r = keel_cmd("--data-dir", data, "ingest", docs, "--hidden", "--include", "*.md", "--exclude", "drafts/*")
+    assert [l.split("  ")[0] for l in r.stdout.splitlines()[:-1]] == ["added", "duplicate"], r.stdout
+    assert r.stdout.splitlines()[0].startswith("added  .private.md") and r.returncode == 0, r.stdout
+
+
+@pytest.mark.parametrize("args,why", [
+    (["{loose}/a.md", "{loose}/missing.md"], "missing.md does not exist"),
+    (["{loose}/a.md", "{loose}/b.txt", "--title", "T"], "--title names a single document"),
+    (["{docs}", "--title", "T"], "--title names a single document"),
+    (["{loose}/a.md", "--exclude", "*.md"], "apply to folders"),
+    (["{loose}/a.md", "{loose}/m.yaml", "--tags", "hr"], "--tags does not apply to a manifest"),
+    (["{docs}", "--include", "*.docx"], "nothing to ingest"),
+])
+def test_keel_ingest_refuses_bad_calls_before_anything_is_written(keel_cmd, tmp_path, args, why):
+    docs, loose = _sources(tmp_path)
+    r = keel_cmd("--data-dir", tmp_path / "data", "ingest", *[a.format(docs=docs, loose=loose) for a in args])
+    assert (r.returncode, r.stdout) == (2, ""), (r.returncode, r.stdout, r.stderr)
+    assert r.stderr.startswith("keel: error: ") and why in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    assert not (tmp_path / "data" / "keel.db").exists()   # refused before the context, so before any write
 
 
 @pytest.mark.slow
@@ -229,3 +297,27 @@ def test_ingest_is_atomic_with_real_parts(tmp_path, real_screen):
     res = bad.ingest_path(CORPUS / "procurement-policy.pdf")
     assert (res.status, res.error) == ("failed", "OSError: disk full")
     assert snapshot() == before and ing.index.count() == n
+
+
+# --- progress lines when stderr is a file ----------------------------------------------------------
+
+@pytest.mark.slow
+def test_ingest_folder_and_eval_retrieval_write_progress_lines_to_a_file(tmp_path, real_screen):
+    import re, subprocess, sys
+    exe = shutil.which("keel", path=str(Path(sys.executable).parent)) or "keel"
+    docs, _ = _sources(tmp_path)
+    data, log = tmp_path / "data", tmp_path / "stderr.log"
+    def keel(*args):
+        with open(log, "a") as err:
+            return subprocess.run([exe, "--data-dir", str(data), *map(str, args)], stdout=subprocess.PIPE, stderr=err,
+                                  text=True, timeout=600)
+    assert keel("ingest", CORPUS / "manifest.yaml").returncode == 0
+    assert keel("ingest", docs, "--exclude", "drafts/*").returncode == 2       # the link leading outside fails
+    assert keel("eval", "retrieval", ROOT / "golden" / "retrieval" / "fixture.yaml").returncode in (0, 1)
+    lines = log.read_text().splitlines()
+    shape = r"(\d+)/(\d+) \(\d+%\), \d+\.\d\d (\w+)/s, (\d+[smh]\d*\w* left|\d+[smh]\d*\w* in all)"
+    ingest = [l for l in lines if re.fullmatch(r"ingest: " + shape, l)]
+    assert ingest and ingest[-1].startswith("ingest: 5/5 (100%)") and ingest[-1].endswith(" in all"), lines
+    bench = [l for l in lines if re.fullmatch(r"retrieval \w+: " + shape, l)]
+    assert {l.split(":")[0] for l in bench} >= {"retrieval bm25", "retrieval vector", "retrieval hybrid"}, lines
+    assert "\r" not in log.read_text() and "\x1b" not in log.read_text()      # plain lines, no bar drawn

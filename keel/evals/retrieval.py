@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Callable
 from ..errors import InputError, KeelError, EXIT_OK, EXIT_FAILED
 from ..executor import is_remote
-from ..command import command_parser, run_command
+from ..command import command_parser, run_command, Progress
 from ..retrieval.retriever import Retriever
 from .retrieval_data import LEVELS, load_dataset, load_beir, beir_documents
 from .retrieval_bench import CachedEmbeddings, BENCH_TAGS, corpus_context, run_benchmark, retrieval_systems, _docno
@@ -57,6 +57,17 @@ def _second_embeddings(ctx, a):
 # %% ../../nbs/51_evals_retrieval.ipynb #0c553a84
 def _cache(ctx, a) -> Path: return a.cache or Path(ctx.settings.data_dir)/"cache"/"embeddings"
 
+def _progress() -> Callable:
+    "A `run_benchmark` callback `(system, done, total)`: one `Progress` per system, closed when the next starts."
+    bars = {}
+    def report(system, done, total):
+        if system not in bars:
+            for b in bars.values(): b.close()
+            bars[system] = Progress(total, f"retrieval {system}", "query")
+        bars[system](done, total)
+    report.close = lambda: [b.close() for b in bars.values()]
+    return report
+
 def _source(ctx, a, ds):
     "The context the systems search: the deployment's own, or a BEIR corpus's (ingested into its own data directory)."
     if not Path(a.dataset).is_dir(): return ctx
@@ -97,7 +108,8 @@ def _benchmark(a, make_ctx) -> int:
     remote = source is ctx and is_remote(ctx)
     if remote: source, remote_skipped = retrieval_systems(ctx, ds, a.depth)   # KEEL_EXECUTOR=ray: queries on workers
     res = run_benchmark(source, ds, systems=[s for s in a.systems if s not in skipped] if a.systems else None,
-                        extra=extra, depth=a.depth)
+                        extra=extra, depth=a.depth, progress=(prog := _progress()))
+    prog.close()
     res.skipped.update(skipped)
     if remote: res.skipped.update({s: r for s, r in remote_skipped.items() if not a.systems or s in a.systems})
     for m in (source, *extra.values()):

@@ -5,31 +5,33 @@
 # %% ../../nbs/12_ingest_pipeline.ipynb #ba478b0d
 from __future__ import annotations
 import json, os, sys, time, uuid
+from collections import Counter
+from fnmatch import fnmatchcase
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 import numpy as np
 from ..yamlfile import read_yaml
 from ..errors import KeelError, InputError, ModelError, EXIT_OK, EXIT_FAILED, one_line
-from ..command import command_parser, run_command
+from ..command import command_parser, run_command, Progress
 from ..config import Settings
 from ..executor import Task, Workers
 from ..db import transaction, fingerprint, set_meta
-from .loaders import load, is_url, LoadedDocument, Limits, ParserProcess
+from .loaders import load, is_url, EXTENSIONS, LoadedDocument, Limits, ParserProcess
 from .chunking import chunk_document, Chunk
 from ..safety.pii import count_pii
 
 # %% auto #0
 __all__ = ['IngestResult', 'exit_status', 'Ingestor', 'check_tags', 'embed_text', 'confine', 'as_duplicate', 'ingest_path',
            'read_manifest', 'ingest_manifest', 'show_progress', 'whole_chunk', 'ingest_documents', 'EmbedTask',
-           'RemoteEmbeddings', 'cli']
+           'RemoteEmbeddings', 'walk_folder', 'Planned', 'plan_sources', 'summary_line', 'cli']
 
 # %% ../../nbs/12_ingest_pipeline.ipynb #4b74a89f
 @dataclass
 class IngestResult:
     "What happened to one source."
     source: str
-    status: str                      # added, replaced, duplicate or failed
+    status: str                      # added, replaced, duplicate, skipped or failed
     document_id: int|None = None
     chunks: int = 0
     quarantined: int = 0
@@ -37,7 +39,7 @@ class IngestResult:
     embed_seconds: float = 0.0
     error: str|None = None           # "CorruptDocument: broken.pdf: ... (fix: ...)" when failed
     title: str = ""
-    detail: str = ""                 # e.g. which document a duplicate duplicates
+    detail: str = ""                 # e.g. which document a duplicate duplicates, why a file was skipped
     exit_code: int = 0               # the failing error's exit code
     pii: dict = field(default_factory=dict)  # identifiers the document holds, by kind: {"tfn": 2, "email": 5}
 
@@ -48,7 +50,8 @@ class IngestResult:
     def line(self) -> str:
         "One line for the command line; names, titles and errors have their control characters escaped."
         if self.status == "failed": return f"failed  {one_line(self.name)}  {one_line(self.error)}"
-        if self.status == "duplicate": return f"duplicate  {one_line(self.name)}  {one_line(self.detail)}"
+        if self.status in ("duplicate", "skipped"):
+            return f"{self.status}  {one_line(self.name)}  {one_line(self.detail)}"
         q = f" ({self.quarantined} quarantined)" if self.quarantined else ""
         ids = "; identifiers: " + ", ".join(f"{k} {n}" for k, n in self.pii.items()) if self.pii else ""
         return f"{self.status}  {one_line(self.name)}  {self.chunks} chunks{q}{ids}"
@@ -387,19 +390,17 @@ def ingest_documents(self:Ingestor, docs:Sequence[LoadedDocument], # documents a
                      acl_tags:Sequence[str]=("public",), # who may see them
                      chunk:bool=True, # False: each document is one passage
                      batch:int=64, # documents per embedding call and per transaction
-                     progress:bool|None=None # draw a progress bar; default: on a terminal or in a notebook
+                     progress:bool|None=None # False: none; default a bar (terminal, notebook) or lines (`Progress`)
                     ) -> list[IngestResult]:
     "Ingest many loaded documents in batches; the vector index is saved once at the end."
-    from tqdm.auto import tqdm
     tags, docs, out = check_tags(acl_tags), list(docs), []
-    bar = tqdm(total=len(docs), desc="embed", unit="doc" if chunk else "chunk", disable=not show_progress(progress),
-               file=sys.stderr, smoothing=0.1)
+    bar = Progress(len(docs), "embed", "doc" if chunk else "chunk", progress)
     try:
         for s in range(0, len(docs), batch):
             t0, todo = time.perf_counter(), [(d, self._prepare(d, tags, chunk)) for d in docs[s:s + batch]]
             self._store_batch(todo, tags)
             for _, (res, _, _) in todo: res.seconds = (time.perf_counter() - t0) / len(todo); out.append(res)
-            bar.update(len(todo)); bar.set_postfix_str(f"{sum(r.chunks for r in out)} chunks")
+            bar.update(len(todo), note=f"{sum(r.chunks for r in out)} chunks")
     finally:
         bar.close()
         if any(r.status in ("added", "replaced") for r in out):
@@ -432,25 +433,120 @@ class RemoteEmbeddings:
         return np.vstack(parts).astype(np.float32)
     def embed_query(self, text:str) -> np.ndarray: return self.embed([text])[0]
 
+# %% ../../nbs/12_ingest_pipeline.ipynb #60d75914
+_UNREAD = "not a kind of document ingest reads (PDF, DOCX, HTML, Markdown, text)"
+
+def _wanted(rel:str, include:Sequence[str], exclude:Sequence[str]) -> bool:
+    "Whether a relative path matches one of `include` (when there are any) and none of `exclude`."
+    return (not include or any(fnmatchcase(rel, g) for g in include)) and not any(fnmatchcase(rel, g) for g in exclude)
+
+def walk_folder(folder:Path, # a folder given to `keel ingest`
+                include:Sequence[str]=(), # globs on the path relative to `folder`; a file must match one, when given
+                exclude:Sequence[str]=(), # globs on the same path that leave a file out
+                hidden:bool=False # also enter hidden folders and take hidden files
+               ) -> list[tuple[Path, str|None]]:
+    "(file, None) for each file ingest takes under `folder` and (path, why) for each it skips, in path order."
+    out, folder = {}, Path(folder)
+    for top, dirs, files in os.walk(folder):   # a link to a folder is listed in `dirs` but never entered
+        top, dirs[:] = Path(top), [d for d in dirs if hidden or not d.startswith(".")]
+        for name in [d for d in dirs if (top/d).is_symlink()] + [f for f in files if hidden or not f.startswith(".")]:
+            p = top/name; rel = p.relative_to(folder).as_posix()
+            if not _wanted(rel, include, exclude): continue
+            out[rel] = (p, "a link to a folder is not followed; give the folder it leads to instead" if p.is_dir()
+                        else None if p.suffix.lower() in EXTENSIONS else _UNREAD)
+    return [out[k] for k in sorted(out)]
+
+
+# %% ../../nbs/12_ingest_pipeline.ipynb #ec9f7128
+@dataclass
+class Planned:
+    "One source of a `keel ingest` call, resolved before anything is ingested."
+    given: str                       # a path or URL as `ingest_path` takes it
+    title: str|None = None
+    acl_tags: list = field(default_factory=lambda: ["public"])
+    roots: list|None = None          # the folders it may lie under (None: its own folder)
+    skip: str|None = None            # why it is passed over, for a file a folder holds that ingest does not read
+
+def _is_manifest(p:Path) -> bool: return p.suffix.lower() in (".yaml", ".yml") and not p.is_dir()
+
+
+# %% ../../nbs/12_ingest_pipeline.ipynb #865fd517
+def plan_sources(sources:Sequence[str], # files, URLs, folders and manifests as given
+                 tags:Sequence[str]=("public",), # for files, URLs and folders (a manifest's entries carry their own)
+                 title:str|None=None, # the title of a single file
+                 include:Sequence[str]=(), exclude:Sequence[str]=(), hidden:bool=False # how folders are walked
+                ) -> list[Planned]:
+    "Every source expanded (folders walked, manifests read and checked); `InputError` before anything is ingested."
+    out = []
+    for s in map(str, sources):
+        p = Path(s).expanduser()
+        if is_url(s): out.append(Planned(s, title, list(tags)))
+        elif not (p.exists() or p.is_symlink()):
+            raise InputError(f"{s} does not exist", fix="check the path; nothing was ingested")
+        elif p.is_dir():
+            out += [Planned(str(f), None, list(tags), [p.absolute()], why)
+                    for f, why in walk_folder(p, include, exclude, hidden)]
+        elif _is_manifest(p):
+            out += [Planned(e["given"], e["title"], e["acl_tags"], [p.absolute().parent]) for e in read_manifest(p)]
+        else: out.append(Planned(s, title, list(tags)))
+    if not any(x.skip is None for x in out):
+        raise InputError(f"nothing to ingest in {', '.join(map(str, sources))}: no document of a kind ingest reads",
+                         fix="check the folder and any --include/--exclude globs; hidden files need --hidden")
+    return out
+
+
+# %% ../../nbs/12_ingest_pipeline.ipynb #638a2057
+def summary_line(results:list[IngestResult], # one per source
+                 seconds:float # the call's wall time
+                ) -> str:
+    "The last line of `keel ingest`: how many sources ended how, the chunks stored and the time taken."
+    n, chunks = Counter(r.status for r in results), sum(r.chunks for r in results if r.status in ("added", "replaced"))
+    return (f"{len(results)} source{'s' * (len(results) != 1)}: {n['added']} added, {n['replaced']} replaced, "
+            f"{n['duplicate']} unchanged, {n['skipped']} skipped, {n['failed']} failed; {chunks} chunks in "
+            f"{seconds:.1f}s")
+
+
 # %% ../../nbs/12_ingest_pipeline.ipynb #34388c13
 def _parser():
-    p = command_parser("keel ingest", "Ingest a document, a URL, or a YAML manifest of documents.")
-    p.add_argument("source", help="a file, an http(s) URL, or a manifest (.yaml/.yml)")
-    p.add_argument("--title", help="title of the document (not with a manifest)")
+    p = command_parser("keel ingest", "Ingest files, folders, URLs and YAML manifests of documents.")
+    p.add_argument("source", nargs="+",
+                   help="files, folders (walked recursively), http(s) URLs, manifests (.yaml/.yml)")
+    p.add_argument("--title", help="title of the document (a single file only)")
     p.add_argument("--tags", help="comma-separated access tags, default public (not with a manifest)")
+    p.add_argument("--include", action="append", default=[], metavar="GLOB",
+                   help="in folders, take only files whose path within the folder matches (repeatable)")
+    p.add_argument("--exclude", action="append", default=[], metavar="GLOB",
+                   help="in folders, leave out files whose path within the folder matches (repeatable)")
+    p.add_argument("--hidden", action="store_true", help="in folders, also take hidden files and folders")
     return p
 
+def _check_args(a):
+    "`InputError` for options the sources given cannot take."
+    paths = [Path(s).expanduser() for s in a.source if not is_url(s)]
+    if a.title and (len(a.source) != 1 or any(p.is_dir() or _is_manifest(p) for p in paths)):
+        raise InputError("--title names a single document, not several sources, a folder or a manifest",
+                         fix="give --title with one file, or set titles in a manifest")
+    if a.tags is not None and any(_is_manifest(p) for p in paths):
+        raise InputError("--tags does not apply to a manifest", fix="set acl_tags in the manifest entries")
+    if (a.include or a.exclude or a.hidden) and not any(p.is_dir() for p in paths):
+        raise InputError("--include, --exclude and --hidden apply to folders, and no folder was given",
+                         fix="give a folder, or leave them out")
+
+
+# %% ../../nbs/12_ingest_pipeline.ipynb #2aa48d7c
 def _ingest(a, make_ctx) -> int:
-    manifest = not is_url(a.source) and Path(a.source).suffix.lower() in (".yaml", ".yml")
-    if manifest and (a.title or a.tags):
-        raise InputError("--title and --tags do not apply to a manifest",
-                         fix="set title and acl_tags in the manifest entries")
-    tags = [t.strip() for t in a.tags.split(",")] if a.tags is not None else ["public"]
-    if manifest: read_manifest(a.source)      # a bad manifest is refused before any model loads
-    else: check_tags(tags, "--tags")
-    ing = make_ctx().ingestor
-    results = ing.ingest_manifest(a.source) if manifest else [ing.ingest_path(a.source, title=a.title, acl_tags=tags)]
+    t0, tags = time.perf_counter(), [t.strip() for t in a.tags.split(",")] if a.tags is not None else ["public"]
+    _check_args(a)
+    check_tags(tags, "--tags")
+    plan = plan_sources(a.source, tags, a.title, a.include, a.exclude, a.hidden)   # before any model loads
+    ing, results = make_ctx().ingestor, []
+    with Progress(len(plan), "ingest", "doc", progress=None if len(plan) > 1 else False) as bar:
+        for s in plan:
+            results.append(IngestResult(str(Path(s.given).absolute()), "skipped", detail=s.skip) if s.skip else
+                           ing.ingest_path(s.given, title=s.title, acl_tags=s.acl_tags, roots=s.roots))
+            bar.update(note=Path(s.given).name)
     for r in results: print(r.line)
+    print(summary_line(results, time.perf_counter() - t0))
     return exit_status(results)
 
 def cli(argv:list[str], # arguments after `keel ingest`
@@ -458,3 +554,4 @@ def cli(argv:list[str], # arguments after `keel ingest`
        ) -> int:
     "`keel ingest`: 0 when every source was ingested, else the failures' exit code (`exit_status`); 2: bad input."
     return run_command(_parser(), argv, lambda a: _ingest(a, make_ctx))
+

@@ -5,6 +5,7 @@
 # %% ../../nbs/13d_retrieval_answerability.ipynb #a0378333
 from __future__ import annotations
 import datetime as dt, json, math, re, threading
+from collections import Counter
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 from typing import Sequence
@@ -16,8 +17,9 @@ from .bm25 import BM25Index, query_terms, STOPWORDS, K1
 from ..providers.base import ChunkHit, effective_tags
 
 # %% auto #0
-__all__ = ['FEATURES', 'CALIBRATION_FILE', 'DEFAULT_CALIBRATION', 'term_profile', 'term_presence', 'names_and_numbers',
-           'names_found', 'CorpusStats', 'features', 'fit_logistic', 'error_rates', 'operating_point', 'refusal_point',
+__all__ = ['FEATURES', 'PRIOR_CHUNKS', 'BACKGROUND_DF', 'BACKGROUND_COSINE', 'CALIBRATION_FILE', 'DEFAULT_CALIBRATION',
+           'smoothed_df', 'term_profile', 'term_presence', 'names_and_numbers', 'names_found', 'CorpusStats',
+           'smoothed_bm25', 'features', 'fit_logistic', 'error_rates', 'operating_point', 'refusal_point',
            'outcome_rates', 'evidence_ceiling', 'Calibration', 'fit_calibration', 'CalibrationError',
            'calibration_path', 'save_calibration', 'check_calibration', 'load_calibration', 'Assessment',
            'Answerability', 'gate_thresholds', 'resolve_calibration', 'calibration_status']
@@ -26,16 +28,28 @@ __all__ = ['FEATURES', 'CALIBRATION_FILE', 'DEFAULT_CALIBRATION', 'term_profile'
 FEATURES = ("cosine", "cosine_z", "cosine_gap", "bm25", "bm25_term", "idf_coverage", "idf_coverage_k", "rare_coverage",
             "names", "agreement", "fused_gap")
 
+# %% ../../nbs/13d_retrieval_answerability.ipynb #a13bc7d5
+PRIOR_CHUNKS = 20                 # pseudo-chunks of general text every corpus is seen against
+BACKGROUND_DF = 0.05              # share of the background chunks that hold any one query term
+BACKGROUND_COSINE = (0.10, 0.10)  # mean and sd of a question's cosine with unrelated chunks (MiniLM, SciFact corpus)
+
+def smoothed_df(df:float, n:int, prior:int=PRIOR_CHUNKS) -> tuple[float, float]:
+    "(document frequency, corpus size) of a term with the background's pseudo-chunks counted in."
+    return df + prior * BACKGROUND_DF, n + prior
+
+
 # %% ../../nbs/13d_retrieval_answerability.ipynb #f169f404
 def term_profile(bi:BM25Index, # the corpus's BM25 index
-                 query:str) -> tuple[list[str], np.ndarray, list]:
+                 query:str,
+                 prior:int=PRIOR_CHUNKS # background pseudo-chunks (0: the corpus alone)
+                ) -> tuple[list[str], np.ndarray, list]:
     "The query's distinct index terms, their idf here (largest when unseen) and each term's posting rows (or None)."
     terms = list(dict.fromkeys(bi.analyzer.terms(query_terms(query))))
     n, idf, rows = len(bi), [], []
     for t in terms:
         r = bi.rows_of(t)
-        df = 0 if r is None else len(r)
-        idf.append(math.log(1 + (n - df + 0.5) / (df + 0.5))); rows.append(r)
+        df, m = smoothed_df(0 if r is None else len(r), n, prior)
+        idf.append(math.log(1 + (m - df + 0.5) / (df + 0.5))); rows.append(r)
     return terms, np.array(idf), rows
 
 def term_presence(bi:BM25Index, rows:list, chunk_ids:Sequence[int]) -> np.ndarray:
@@ -93,11 +107,14 @@ class CorpusStats:
         mu = total / n
         return cls(fp, mu, outer / n - np.outer(mu, mu), n)
 
-    def background(self, qvec:np.ndarray) -> tuple[float, float]:
-        "Mean and standard deviation of the cosine between `qvec` and this corpus's chunks."
+    def background(self, qvec:np.ndarray, prior:int=PRIOR_CHUNKS) -> tuple[float, float]:
+        "Mean and standard deviation of the cosine between `qvec` and a chunk of this corpus mixed with the background."
         q = np.asarray(qvec, np.float64)
-        if not self.n or len(q) != len(self.mean): return 0.0, 1.0
-        return float(q @ self.mean), float(math.sqrt(max(q @ self.cov @ q, 1e-6)))
+        if (self.n and len(q) != len(self.mean)) or not (self.n or prior): return 0.0, 1.0
+        m, v = (float(q @ self.mean), max(float(q @ self.cov @ q), 1e-6)) if self.n else (0.0, 0.0)
+        (m0, s0), w = BACKGROUND_COSINE, self.n / (self.n + prior)
+        mean = w * m + (1 - w) * m0
+        return mean, math.sqrt(w * (v + (m - mean) ** 2) + (1 - w) * (s0 ** 2 + (m0 - mean) ** 2))
 
 # %% ../../nbs/13d_retrieval_answerability.ipynb #15fa5e3c
 def _cov(present:np.ndarray, idf:np.ndarray) -> np.ndarray:
@@ -108,27 +125,40 @@ def _gap(first:float, second:float) -> float:
     "How far the first fused score stands above the second, as a share of the first."
     return float((first - second) / first) if first > 0 else 0.0
 
+def smoothed_bm25(bi:BM25Index, query:str, hits:list[ChunkHit], prior:int=PRIOR_CHUNKS) -> list[float]:
+    "Each hit's BM25 score (`scores['bm25']`) with every term's idf taken with the background prior counted in."
+    given, cols = [h.scores.get("bm25", 0.0) for h in hits], Counter(bi._columns(query))
+    if not prior or not cols or not any(given): return given
+    ids, n, old, new = [h.chunk_id for h in hits], len(bi), np.zeros(len(hits)), np.zeros(len(hits))
+    for j, w in cols.items():     # a term's contribution is its idf times a part that does not depend on the idf
+        part, df = bi.scores({j: w}, ids), float(bi.df[j])
+        idf = max(math.log((n - df + 0.5) / (df + 0.5)), 1e-6)
+        sdf, m = smoothed_df(df, n, prior)
+        old, new = old + part, new + part * max(math.log((m - sdf + 0.5) / (sdf + 0.5)), 1e-6) / idf
+    return [g * b / a if a > 0 else g for g, a, b in zip(given, old, new)]
+
 def features(query:str, # the question
              hits:list[ChunkHit], # what retrieval returned, best first, with `scores["cosine"]` set
              bi:BM25Index, # the corpus's BM25 index
              qvec:np.ndarray, # the question's embedding
-             stats:CorpusStats # the corpus's embedding statistics
+             stats:CorpusStats, # the corpus's embedding statistics
+             prior:int=PRIOR_CHUNKS # background pseudo-chunks (0: the corpus alone)
             ) -> dict[str, float]:
     "The answerability evidence of one retrieval (all zeros when nothing was retrieved)."
     if not hits: return dict.fromkeys(FEATURES, 0.0)
     cos = np.array([h.scores.get("cosine", h.scores.get("vector", 0.0)) for h in hits])
-    mu, sd = stats.background(qvec)
-    terms, idf, rows = term_profile(bi, query)
+    mu, sd = stats.background(qvec, prior)
+    terms, idf, rows = term_profile(bi, query, prior)
     pres = term_presence(bi, rows, [h.chunk_id for h in hits])
     per_hit = _cov(pres, idf)
     rare = np.argsort(-idf, kind="stable")[:max(1, math.ceil(len(idf) / 3))] if len(idf) else []
-    fts_idf = np.array([max(math.log((len(bi) - (0 if r is None else len(r)) + .5) / (
-        (0 if r is None else len(r)) + .5)), 1e-6) for r in rows])
-    best_bm25 = max((h.scores.get("bm25", 0.0) for h in hits), default=0.0)
+    dfs = [smoothed_df(0 if r is None else len(r), len(bi), prior) for r in rows]
+    fts_idf, n = np.array([max(math.log((m - df + .5) / (df + .5)), 1e-6) for df, m in dfs]), len(bi) + prior
+    best_bm25 = max(smoothed_bm25(bi, query, hits, prior), default=0.0)
     return dict(cosine=float(cos.max()), cosine_z=float((cos.max() - mu) / sd),
                 cosine_gap=float(cos.max() - np.delete(cos, cos.argmax()).mean()) if len(cos) > 1 else 0.0,
                 bm25=float(best_bm25 / (fts_idf.sum() * (K1 + 1))) if len(fts_idf) else 0.0,
-                bm25_term=float(best_bm25 / (len(terms) * math.log(1 + len(bi)))) if len(terms) and len(bi) else 0.0,
+                bm25_term=float(best_bm25 / (len(terms) * math.log(1 + n))) if len(terms) and len(bi) else 0.0,
                 fused_gap=_gap(hits[0].score, hits[1].score) if len(hits) > 1 else 1.0,
                 idf_coverage=float(per_hit.max()) if len(idf) else 0.0,
                 idf_coverage_k=float(_cov(pres.any(1, keepdims=True), idf)[0]) if len(idf) else 0.0,
