@@ -11,13 +11,14 @@ from typing import get_type_hints, Union, get_origin, get_args
 from .errors import ConfigError
 
 # %% auto #0
-__all__ = ['Settings', 'validate', 'read_dotenv', 'load_settings', 'get_settings', 'reset_settings']
+__all__ = ['Settings', 'validate_profile', 'validate', 'read_dotenv', 'load_settings', 'get_settings', 'reset_settings']
 
 # %% ../nbs/01_config.ipynb #25e46f00
 @dataclass(frozen=True)
 class Settings:
     "Every setting of one Keel deployment."
-    profile: str = "default"                 # a name for this deployment, recorded in reports
+    # where the models and the vector index run: `local` (this machine), `azure` or `aws`; recorded in reports
+    profile: str = "local"
     data_dir: Path = Path(".keel/data")      # the SQLite file, derived indexes and prepared models live here
     airgap: bool = True                      # refuse outbound connections outside loopback and the allow-list
     airgap_allow: tuple = ()                 # host names the air-gap lets through
@@ -101,6 +102,22 @@ class Settings:
     fusion_norm: str = "zscore"
     # serve a repeated model call from the data directory's model-call cache (`off`: always ask the model)
     cache: bool = True
+    # the azure profile: endpoints and deployment names (keys never live in settings; see `azure_auth`)
+    azure_openai_endpoint: str|None = None   # e.g. https://NAME.openai.azure.com
+    azure_chat_deployment: str|None = None   # the chat model's deployment name
+    azure_embed_deployment: str|None = None  # the embedding model's deployment name
+    azure_openai_api_version: str = "2024-10-21"  # the Azure OpenAI REST API version
+    azure_embed_dim: int|None = None         # the embedding deployment's vector size; empty asks it once
+    azure_search_endpoint: str|None = None   # e.g. https://NAME.search.windows.net
+    azure_search_index: str = "keel-chunks"  # the AI Search index that holds the chunk vectors
+    azure_search_api_version: str = "2024-07-01"  # the AI Search REST API version
+    # `entra` (DefaultAzureCredential) or `key` (AZURE_OPENAI_API_KEY, AZURE_SEARCH_API_KEY from the environment)
+    azure_auth: str = "entra"
+    # the aws profile (declared, not implemented): region, Bedrock model ids, OpenSearch Serverless endpoint
+    aws_region: str|None = None              # e.g. eu-west-1
+    aws_chat_model: str|None = None          # a Bedrock model id for chat
+    aws_embed_model: str|None = None         # a Bedrock model id for embeddings
+    aws_opensearch_endpoint: str|None = None # e.g. https://ID.eu-west-1.aoss.amazonaws.com
 
     def replace(self, **kw) -> Settings:
         "A copy with some fields changed, validated again."
@@ -135,12 +152,37 @@ def _parse(name:str, raw:str, typ):
         raise ConfigError(f"KEEL_{name.upper()}={raw!r} is not a valid {getattr(typ,'__name__',typ)}: {e}",
                           fix=f"set KEEL_{name.upper()} to a valid value or unset it") from None
 
+# %% ../nbs/01_config.ipynb #dd4d517a
+import urllib.parse, re
+
+_PROFILE_NEEDS = dict(azure=("azure_openai_endpoint", "azure_chat_deployment", "azure_embed_deployment",
+                             "azure_search_endpoint"),
+                      aws=("aws_region", "aws_chat_model", "aws_embed_model", "aws_opensearch_endpoint"))
+
+def _endpoint_ok(url:str) -> bool:
+    "An `https` URL with a host, or `http` on loopback (a stand-in for the cloud service)."
+    u = urllib.parse.urlsplit(url)
+    loopback = u.hostname in ("127.0.0.1", "localhost")
+    return bool(u.hostname) and (u.scheme == "https" or (u.scheme == "http" and loopback))
+
+def validate_profile(s:Settings) -> Settings:
+    "Check that the fields the profile needs are set and well formed; return `s` or raise `ConfigError`."
+    def bad(name, why):
+        raise ConfigError(f"KEEL_{name.upper()}={getattr(s,name)!r}: {why}", fix=f"change KEEL_{name.upper()}")
+    for name in _PROFILE_NEEDS.get(s.profile, ()):
+        if not getattr(s, name): bad(name, f"is required when KEEL_PROFILE={s.profile}")
+    for name in ("azure_openai_endpoint", "azure_search_endpoint", "aws_opensearch_endpoint"):
+        if getattr(s, name) and not _endpoint_ok(getattr(s, name)): bad(name, "must be an https URL")
+    if s.aws_region and not re.fullmatch(r"[a-z]{2}(-[a-z]+)+-\d", s.aws_region): bad("aws_region", "is not a region")
+    if s.azure_embed_dim is not None and s.azure_embed_dim < 1: bad("azure_embed_dim", "must be at least 1")
+    return s
+
 # %% ../nbs/01_config.ipynb #7aba451c
 _CHOICES = dict(answer_mode=("generative","extractive"), llm_backend=("llama","openai"),
                 embed_backend=("fastembed","openai"), vector_index=("flat","hnsw"),
                 pii_mode=("redact","hash","keep"), injection_screen=("learned","confirmed","heuristic"),
                 executor=("local","ray"), fusion=("rrf","convex"),
-                fusion_norm=("minmax","zscore"))
+                fusion_norm=("minmax","zscore"), profile=("local","azure","aws"), azure_auth=("entra","key"))
 
 def validate(s:Settings) -> Settings:
     "Check ranges, choices and relations between fields; return `s` or raise `ConfigError`."
@@ -178,7 +220,7 @@ def validate(s:Settings) -> Settings:
     if s.bm25_title_weight < 0: bad("bm25_title_weight", "must be 0 or more")
     if s.rrf_k < 0 or s.prf_docs < 0 or s.prf_terms < 0:
         bad("rrf_k" if s.rrf_k < 0 else "prf_docs" if s.prf_docs < 0 else "prf_terms", "must be 0 or more")
-    return s
+    return validate_profile(s)
 
 # %% ../nbs/01_config.ipynb #c94f6f24
 def read_dotenv(path:Path) -> dict:

@@ -13,8 +13,8 @@ from .errors import ConfigError, KeelError, ModelError
 from . import airgap, db
 
 # %% auto #0
-__all__ = ['default_threads', 'make_llm', 'make_embeddings', 'make_reranker', 'AppContext', 'build_context', 'WorkerBuilder',
-           'status', 'format_status']
+__all__ = ['AWS_PAGE', 'default_threads', 'make_llm', 'make_embeddings', 'make_reranker', 'cloud_hosts', 'check_profile',
+           'make_search_index', 'AppContext', 'build_context', 'WorkerBuilder', 'status', 'format_status']
 
 # %% ../nbs/80_factory.ipynb #b1287d34
 def default_threads() -> int:
@@ -23,6 +23,10 @@ def default_threads() -> int:
 
 def make_llm(s:Settings):
     "The LLM a profile uses (not loaded until first called)."
+    if s.profile == "azure":
+        from keel.providers.azure import AzureOpenAILLM
+        return AzureOpenAILLM(s.azure_openai_endpoint, s.azure_chat_deployment, s.azure_openai_api_version,
+                              auth=s.azure_auth, timeout=s.llm_timeout)
     if s.llm_backend == "openai":
         from keel.providers.openai import OpenAILLM
         return OpenAILLM(s.llm_endpoint, model=s.llm_model, api_key=s.llm_api_key, timeout=s.llm_timeout,
@@ -34,6 +38,10 @@ def make_llm(s:Settings):
 
 def make_embeddings(s:Settings):
     "The embedding model a profile uses (not loaded until first called)."
+    if s.profile == "azure":
+        from keel.providers.azure import AzureOpenAIEmbeddings
+        return AzureOpenAIEmbeddings(s.azure_openai_endpoint, s.azure_embed_deployment, s.azure_openai_api_version,
+                                     auth=s.azure_auth, dim=s.azure_embed_dim)
     if s.embed_backend == "openai":
         from keel.providers.openai import OpenAIEmbeddings
         return OpenAIEmbeddings(s.embed_endpoint, model=s.embed_model, api_key=s.llm_api_key)
@@ -50,6 +58,32 @@ def make_reranker(s:Settings):
     from keel.providers.fastembed import FastEmbedReranker
     return FastEmbedReranker(s.reranker_path)
 
+# %% ../nbs/80_factory.ipynb #70b20648
+import urllib.parse
+
+AWS_PAGE = "the Cloud profiles page of the documentation (nbs/83_cloud_profiles.ipynb)"
+
+def cloud_hosts(s:Settings) -> tuple:
+    "The hosts the profile's providers reach, which the air-gap lets through (none for `local`)."
+    urls = (s.azure_openai_endpoint, s.azure_search_endpoint) if s.profile == "azure" else ()
+    return tuple(sorted({urllib.parse.urlsplit(u).hostname for u in urls if u}))
+
+def check_profile(s:Settings):
+    "`ConfigError` for a profile that is declared but not implemented."
+    if s.profile == "aws":
+        raise ConfigError("KEEL_PROFILE=aws is declared but not implemented: Bedrock chat and embeddings and the "
+                          "OpenSearch Serverless index have no provider yet",
+                          fix=f"use KEEL_PROFILE=local or azure; {AWS_PAGE} describes the AWS deployment")
+
+# %% ../nbs/80_factory.ipynb #baee932a
+def make_search_index(ctx): # the context whose index this is
+    "The azure profile's AI Search index, its chunk metadata from the database, uploaded from it when behind."
+    from keel.providers.azure import AzureSearchIndex, chunk_metadata, sync_search_index
+    s = ctx.settings
+    idx = AzureSearchIndex(s.azure_search_endpoint, s.azure_search_index, ctx.embeddings.dim,
+                           s.azure_search_api_version, auth=s.azure_auth, metadata=chunk_metadata(ctx.con))
+    return sync_search_index(ctx.con, idx)
+
 # %% ../nbs/80_factory.ipynb #6a59b9d5
 class AppContext:
     "One deployment's parts, built lazily from its settings."
@@ -57,7 +91,8 @@ class AppContext:
                  readonly:bool=False, # open the database read-only (a worker's context)
                  record:bool=False): # one `Recorder` is the ledger and the log: their writes become events
         self.settings, self.record = settings, record
-        airgap.enforce(settings.airgap, settings.airgap_allow)
+        check_profile(settings)
+        airgap.enforce(settings.airgap, tuple(settings.airgap_allow) + cloud_hosts(settings))
         self.con = db.connect(settings.db_path, readonly=readonly)
 
     @cached_property
@@ -99,6 +134,7 @@ def _part(self:AppContext, name:str, build):
 
 @patch(as_prop=True)
 def index(self:AppContext):
+    if self.settings.profile == "azure": return self._part("_index", lambda: make_search_index(self))
     from keel.providers.faiss import sync_index
     return self._part("_index",
                       lambda: sync_index(self.con, self.index_path, kind=self.settings.vector_index,
@@ -281,6 +317,33 @@ def vector_index_for(self:AppContext, embeddings): # another embedding model
     return idx
 
 # %% ../nbs/80_factory.ipynb #99d3058b
+def _model_lines(s:Settings) -> tuple[dict, dict]:
+    "The status lines of the profile's LLM and embedding model: backend and which model."
+    if s.profile == "azure":
+        at = lambda dep: f"{dep} at {s.azure_openai_endpoint} (api-version {s.azure_openai_api_version})"
+        return (dict(backend="azure-openai", model=at(s.azure_chat_deployment)),
+                dict(backend="azure-openai", model=at(s.azure_embed_deployment)))
+    return (dict(backend=s.llm_backend, model=s.llm_endpoint or str(s.llm_path or "Gemma 3 270M (packaged)")),
+            dict(backend=s.embed_backend,
+                 model=s.embed_endpoint or str(s.embed_path or "all-MiniLM-L6-v2 int8 (packaged)")))
+
+def _index_status(ctx:AppContext) -> dict:
+    "Where the vector index is and whether it holds what the database says it should."
+    s, con = ctx.settings, ctx.con
+    want = con.execute("SELECT count(*) FROM chunks WHERE quarantined = 0 AND embedding IS NOT NULL").fetchone()[0]
+    if s.profile == "azure":
+        from keel.providers.azure import AzureSearchIndex
+        idx = AzureSearchIndex(s.azure_search_endpoint, s.azure_search_index, s.azure_embed_dim or 1,
+                               s.azure_search_api_version, auth=s.azure_auth)
+        held = _try(idx.count)
+        return dict(service=f"Azure AI Search at {s.azure_search_endpoint}", name=s.azure_search_index,
+                    fresh=held["detail"] == want if held["ok"] else held["detail"])
+    from keel.providers.faiss import read_sidecar
+    fresh = ctx.index_path.exists() and _try(lambda: read_sidecar(ctx.index_path)).get(
+        "detail", {}).get("fingerprint") == db.fingerprint(con)
+    return dict(path=str(ctx.index_path), kind=s.vector_index,
+                fresh=fresh if ctx.index_path.exists() else "not built yet")
+
 def _try(f):
     t = time.perf_counter()
     try: return dict(ok=True, detail=f(), seconds=round(time.perf_counter() - t, 2))
@@ -295,9 +358,7 @@ def status(ctx:AppContext, load_models:bool=True) -> dict:
                airgap=airgap.enforced(), answer_mode=s.answer_mode, documents=q("SELECT count(*) FROM documents"),
                chunks=q("SELECT count(*) FROM chunks"),
                quarantined=q("SELECT count(*) FROM chunks WHERE quarantined=1"))
-    out["llm"] = dict(backend=s.llm_backend, model=s.llm_endpoint or str(s.llm_path or "Gemma 3 270M (packaged)"))
-    out["embeddings"] = dict(backend=s.embed_backend, model=s.embed_endpoint
-                             or str(s.embed_path or "all-MiniLM-L6-v2 int8 (packaged)"))
+    out["llm"], out["embeddings"] = _model_lines(s)
     if load_models:
         out["embeddings"].update(_try(lambda: f"{ctx.embeddings.embed_query('status check').shape[0]} dims"))
         if s.answer_mode == "generative":
@@ -305,11 +366,7 @@ def status(ctx:AppContext, load_models:bool=True) -> dict:
             out["llm"].update(_try(lambda: f"replied "
                                            f"{model().complete('Hello', max_tokens=2, temperature=0).output_tokens} "
                                            f"tokens"))
-    from keel.providers.faiss import read_sidecar
-    fresh = ctx.index_path.exists() and _try(lambda: read_sidecar(ctx.index_path)).get(
-        "detail", {}).get("fingerprint") == db.fingerprint(con)
-    out["index"] = dict(path=str(ctx.index_path), kind=s.vector_index,
-                        fresh=fresh if ctx.index_path.exists() else "not built yet")
+    out["index"] = _index_status(ctx)
     from keel.retrieval.answerability import calibration_status
     out["answerability"] = calibration_status(s, getattr(ctx.embeddings, "name", None), db.fingerprint(con))
     head = ctx.ledger.head()

@@ -424,7 +424,8 @@ def run_agent_eval(ctx, # an AppContext (llm, con, ledger, log, retriever, inges
     baseline = load_agent_baseline(baseline_path, config)          # a mismatch fails before any model call
     now = dt.datetime.now(dt.timezone.utc)
     head = dict(schema_version=1, kind="keel-eval-agent", stamp=now.strftime("%Y%m%dT%H%M%S-%fZ"),
-                created_at=now.isoformat(timespec="seconds"), tasks_path=str(tasks_path), **config)
+                created_at=now.isoformat(timespec="seconds"), tasks_path=str(tasks_path),
+                profile=getattr(ctx.settings, "profile", ""), **config)
     auto = checkpoint is None and report_dir is not None                # kept beside the reports, removed at the end
     ck_path = checkpoint or (Path(report_dir)/f"agent-{head['stamp']}.checkpoint.jsonl" if auto else None)
     ck = agent_checkpoint(ctx, ck_path, config) if ck_path and todo else None

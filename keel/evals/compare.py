@@ -120,10 +120,12 @@ RUN = Kind("keel-eval-run", "keel eval run", "items", ("id",), "question", ("cat
            ("answer_mode", "model", "model_digest", "prompt_style", "profile", "settings_digest", "judge", *_CODE),
            RUN_OUTCOMES, "golden_digest")
 AGENT = Kind("keel-eval-agent", "keel eval agent", "items", ("id",), "task", ("category", "split"),
-             ("model", "model_digest", "backend", "prompt_style", "tool_mode", "max_steps", "policy", "split", *_CODE),
+             ("model", "model_digest", "backend", "prompt_style", "tool_mode", "max_steps", "policy", "split",
+              "profile", *_CODE),
              AGENT_OUTCOMES, "tasks_digest")
 ROBUSTNESS = Kind("robustness", "keel eval robustness", "rows", ("id", "perturbation", "param"), "question",
-                  ("perturbation",), ("mode", "model", "model_digest", "seed", "limit", "perturbations", *_CODE),
+                  ("perturbation",), ("mode", "model", "model_digest", "seed", "limit", "perturbations",
+                                   "profile", *_CODE),
                   ROBUSTNESS_OUTCOMES)
 KINDS = {k.kind: k for k in (RUN, AGENT, ROBUSTNESS)}
 

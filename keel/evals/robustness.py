@@ -493,6 +493,7 @@ def run_robustness(ctx, # an AppContext (answer_engine, retriever, con, settings
     payload = dict(kind="robustness", stamp=now.strftime("%Y%m%dT%H%M%S-%fZ"),
                    created_at=now.isoformat(timespec="seconds"), golden_path=str(golden_path), seed=seed, limit=limit,
                    perturbations=list(perturbations), mode=ctx.settings.answer_mode,
+                   profile=getattr(ctx.settings, "profile", ""),
                    checkpoint=str(checkpoint) if checkpoint else None, from_checkpoint=reused, probes_missing=missing,
                    model=str(getattr(ctx.answer_engine.llm, "name", ""))
                    if ctx.settings.answer_mode != "extractive" else "", n_items=len(items), n_probes=len(rows),
