@@ -10,7 +10,7 @@ from fastcore.basics import patch_to
 from .errors import KeelError, EXIT_OK, EXIT_INVALID, one_line
 
 # %% auto #0
-__all__ = ['EXIT_CODES', 'command_parser', 'print_error', 'run_command', 'progress_mode', 'Progress']
+__all__ = ['EXIT_CODES', 'command_parser', 'print_error', 'run_command', 'progress_mode', 'Progress', 'with_progress']
 
 # %% ../nbs/00a_command.ipynb #9a6c0b27
 EXIT_CODES = ("exit codes: 0 ok, 1 check failed, 2 invalid input, 3 model unavailable, 4 air-gap refusal, 5 unreadable "
@@ -110,3 +110,12 @@ def __call__(self, done:int, total:int|None=None):
 Progress.__enter__ = lambda self: self
 Progress.__exit__ = lambda self, *exc: self.close()
 
+
+# %% ../nbs/00a_command.ipynb #357c8c11
+def with_progress(items:Sequence, # what a loop goes through
+            desc:str, unit:str="item", progress:bool|None=None, **kw): # as for `Progress`
+    "Yield `items` one by one, counting each as done when the loop comes back for the next."
+    with Progress(len(items), desc, unit, progress, **kw) as bar:
+        for x in items:
+            yield x
+            bar.update()

@@ -4,6 +4,7 @@ packaged models, questions asked through the real answer engine, `keel calibrate
 Named by the issue: a question whose source document is masked (the way a permission filter masks it) is refused;
 a calibration made for another corpus fingerprint is refused with a message to recalibrate; `keel calibrate` with
 fewer than 20 usable items exits 2 naming the minimum."""
+import re
 import json
 from pathlib import Path
 import pytest, yaml
@@ -68,6 +69,7 @@ def test_calibrate_too_few_items_exits_2_naming_the_minimum(data_dir, tmp_path, 
 def test_calibrate_stores_reports_and_is_refused_for_another_corpus(data_dir, keel_cmd):
     r = keel_cmd("--data-dir", data_dir, "calibrate", GOLDEN, env=EXTRACTIVE)
     assert r.returncode == 0, r.stdout + r.stderr
+    assert re.search(r"^calibrate: (\d+)/\1 \(100%\), [\d.]+ item/s, \S+ in all$", r.stderr, re.M), r.stderr
     for s in ("ROC AUC", "threshold", "false refusals", "false answers", "stored:"):
         assert s in r.stdout, r.stdout
     cal = json.loads((data_dir / "calibration.json").read_text())

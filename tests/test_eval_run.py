@@ -6,7 +6,7 @@ a retriever that ignores access tags makes the leak count non-zero and fails the
 tolerances. The fast tests answer in extractive mode (no language model); the `slow` ones use the
 default generative model and the judge.
 """
-import dataclasses, json, shutil, time
+import dataclasses, json, re, shutil, time
 from pathlib import Path
 import pytest
 from keel.config import load_settings
@@ -135,11 +135,15 @@ def test_broken_retriever_fails_the_gate(corpus, keel_cmd):
     assert r.returncode == 1, r.stdout + r.stderr
     assert "hit_at_3" in r.stdout and "refusal_correct" in r.stdout and "gate: FAILED" in r.stdout
     # a retriever that finds nothing is a real drop: the significance rule does not excuse it
-    r = keel_cmd("--data-dir", corpus / "empty", "eval", "run", corpus / "golden.yaml", "--no-judge", "--quiet",
+    r = keel_cmd("--data-dir", corpus / "empty", "eval", "run", corpus / "golden.yaml", "--no-judge",
                  "--baseline", base, "--significant-only", "--report-dir", corpus / "reports-sig",
                  env={"KEEL_ANSWER_MODE": "extractive"})
     assert r.returncode == 1 and "counts only when its 95% interval is wholly worse" in r.stdout, r.stdout + r.stderr
     assert "regression: hit_at_3 fell from" in r.stdout
+    # stderr is not a terminal here: progress comes as plain lines, the last one when the run ends
+    n = len(healthy.items)
+    assert re.search(rf"^golden set: {n}/{n} \(100%\), [\d.]+ item/s, \S+ in all$", r.stderr, re.M), r.stderr
+    assert "\r" not in r.stderr
 
 
 def test_tag_blind_retriever_leaks_and_fails_whatever_the_tolerances(corpus):

@@ -8,7 +8,7 @@ import datetime as dt, hashlib, json, uuid
 import numpy as np
 from pathlib import Path
 from ..errors import InputError, EXIT_OK
-from ..command import command_parser, run_command
+from ..command import command_parser, run_command, with_progress
 from ..db import fingerprint
 from ..providers.base import allowed
 from ..stats import roc_auc
@@ -57,10 +57,10 @@ def draft_items(ctx, n:int) -> list[GoldenItem]:
     return load_golden(out) if generate_golden(ctx, n, out)["written"] else []
 
 # %% ../../nbs/55b_evals_calibrate.ipynb #4a231e73
-def calibration_rows(scorer:Answerability, con, usable) -> list[dict]:
+def calibration_rows(scorer:Answerability, con, usable, progress:bool|None=False) -> list[dict]:
     "Each usable item scored with its sources visible (label 1) and masked (label 0)."
     rows = []
-    for it, docs in usable:
+    for it, docs in with_progress(usable, "calibrate", progress=progress):
         chunks = [c
                   for (c,) in con.execute(f"SELECT id FROM chunks WHERE document_id IN ({','.join('?' * len(docs))})",
                                           docs)]
@@ -107,7 +107,8 @@ def calibrate(ctx, # an AppContext (con, retriever, ledger, settings)
               min_items:int=MIN_ITEMS,
               drafts:int=0, # also draft this many questions from the corpus with the model (too few golden items)
               refit_weights:bool=False, # refit the weights on these items too (cross-validated), not only the threshold
-              target_refusal:float|None=None # answerable questions refused at most (settings.target_false_refusal)
+              target_refusal:float|None=None, # answerable questions refused at most (settings.target_false_refusal)
+              progress:bool|None=False # None: a bar on a terminal or in a notebook, else plain lines
              ) -> dict:
     "Measure the answerability score on the corpus, choose both thresholds, store the calibration, write a ledger row."
     gs = golden if isinstance(golden, GoldenSet) else read_golden_set(golden)
@@ -124,7 +125,7 @@ def calibrate(ctx, # an AppContext (con, retriever, ledger, settings)
     target = ctx.settings.target_false_answer if target is None else target
     tr = ctx.settings.target_false_refusal if target_refusal is None else target_refusal
     scorer = Answerability(ctx.retriever, ctx.settings, calibration=DEFAULT_CALIBRATION)
-    rows = calibration_rows(scorer, ctx.con, usable)
+    rows = calibration_rows(scorer, ctx.con, usable, progress)
     p, y = [r["score"] for r in rows], [r["label"] for r in rows]
     op, base = operating_point(p, y, target), DEFAULT_CALIBRATION
     op["evidence_threshold"] = min(refusal_point(p, y, tr)["threshold"], op["threshold"])
@@ -229,7 +230,7 @@ def _calibrate(a, make_ctx) -> int:
     if a.draft < 0: raise InputError("--draft must be 0 or more", fix="e.g. --draft 30")
     golden = read_golden_set(a.golden)      # read once; invalid input fails before any model is loaded
     print("\n".join(report_lines(calibrate(make_ctx(), golden, a.target, drafts=a.draft, refit_weights=a.refit,
-                                           target_refusal=a.target_refusal))))
+                                           target_refusal=a.target_refusal, progress=None))))
     return EXIT_OK
 
 def cli(argv:list[str], # arguments after `keel calibrate`

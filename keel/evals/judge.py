@@ -14,6 +14,7 @@ from ..providers.base import ChatMessage, LLM
 from fastcore.basics import patch
 from ..yamlfile import read_yaml
 from ..stats import cohen_kappa
+from ..command import with_progress
 
 # %% auto #0
 __all__ = ['METRICS', 'JUDGE_SCHEMA', 'JUDGE_INSTRUCTIONS', 'LABEL_FIELDS', 'fold_score', 'parse_verdict', 'material',
@@ -210,11 +211,8 @@ def load_judge_labels(path:Path|str) -> list[dict]:
 # %% ../../nbs/54_evals_judge.ipynb #40032235
 def judge_agreement(judge:Judge, labels:list[dict], runs:int=1, progress:bool=False) -> dict:
     "Per-metric accuracy and Cohen's kappa against human labels (binarised at 0.5), and self-consistency over `runs`."
-    it = labels
-    if progress:
-        from tqdm.auto import tqdm; it = tqdm(labels, desc="judge agreement")
-    verdicts = [[judge.score(l["question"], l["answer"], l["contexts"],
-                             l["reference"]) for _ in range(runs)] for l in it]
+    verdicts = [[judge.score(l["question"], l["answer"], l["contexts"], l["reference"]) for _ in range(runs)]
+                for l in with_progress(labels, "judge agreement", "label", progress)]
     out = {"judge": judge.name, "n": len(labels), "runs": runs, "metrics": {},
            "unscored": sum(not vs[0].scored for vs in verdicts),
            "items": [{"id": l["id"], "kind": l["kind"], "human": l["human"], "judge": [v.to_dict() for v in vs]}

@@ -8,7 +8,7 @@ import argparse, copy, dataclasses, datetime as dt, html, json, random, re, sqli
 from dataclasses import dataclass, field, replace as dc_replace
 from pathlib import Path
 from ..errors import InputError, KeelError, ModelError, AirgapViolation, EXIT_OK, EXIT_FAILED, EXIT_INVALID
-from ..command import run_command
+from ..command import run_command, Progress, with_progress
 from ..executor import Task, Workers, is_remote
 from ..providers.base import ChunkHit, allowed
 from ..answer.types import User, Answer
@@ -416,7 +416,6 @@ def probe_checkpoint(path:Path|str, header:dict) -> Checkpoint:
 def ask_probes(ctx, probes:list[Probe], tags_of, *, seed:int, perturbations, ck:Checkpoint|None=None,
                progress:bool=True) -> list[dict]:
     "Every probe's row in order: from the checkpoint when it holds it, else asked (and added to the checkpoint)."
-    from tqdm.auto import tqdm
     done, new = (ck.rows if ck else {}), {}
     def keep(r):
         if probe_key(r) in done: return
@@ -424,11 +423,13 @@ def ask_probes(ctx, probes:list[Probe], tags_of, *, seed:int, perturbations, ck:
         if ck: ck.add(r)
     todo = [p for p in probes if probe_key(p) not in done]
     if is_remote(ctx) and todo:                      # KEEL_EXECUTOR=ray: each item's probes on a worker
-        for r in robustness_rows(ctx, list({p.item.id: p.item for p in todo}.values()), seed, perturbations): keep(r)
+        its = list({p.item.id: p.item for p in todo}.values())
+        with Progress(len(its), "robustness", progress=progress) as bar:
+            for r in robustness_rows(ctx, its, seed, perturbations, bar): keep(r)
     elif todo:
         store = ScratchStore()
         try:
-            for p in tqdm(todo, desc="robustness", disable=not progress): keep(ask_probe(ctx, p, store, tags_of))
+            for p in with_progress(todo, "robustness", "probe", progress): keep(ask_probe(ctx, p, store, tags_of))
         finally: store.close()
     return [copy.deepcopy(done[probe_key(p)] if probe_key(p) in done else new[probe_key(p)]) for p in probes]
 
@@ -449,10 +450,12 @@ class ProbeTask(Task):
     def __getstate__(self): return {k: getattr(self, k) for k in ("workers", "seed", "perturbations")}
 
 def robustness_rows(ctx, # the head's context: `executor`, `workers`
-                    items:list[GoldenItem], seed:int, perturbations) -> list[dict]:
+                    items:list[GoldenItem], seed:int, perturbations,
+                    progress=None # called as progress(done, total)
+                   ) -> list[dict]:
     "The scored probe rows of `items`, in the in-process order, asked on the context's workers."
     task = ProbeTask(ctx.workers, seed, tuple(perturbations))
-    return [row for rows in ctx.executor.map(task, items) for row in rows]
+    return [row for rows in ctx.executor.map(task, items, progress=progress) for row in rows]
 
 # %% ../../nbs/62_evals_robustness.ipynb #f338aebb
 def run_robustness(ctx, # an AppContext (answer_engine, retriever, con, settings)

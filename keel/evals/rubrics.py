@@ -10,6 +10,7 @@ from pathlib import Path
 from ..errors import InputError
 from ..yamlfile import read_yaml
 from ..stats import cohen_kappa, kappa_interval, mean
+from ..command import with_progress
 from .golden import Rubric, RUBRIC_SCALES, GoldenItem
 from .judge import Judge, material, _json_object
 
@@ -134,8 +135,7 @@ def load_rubric_labels(path:Path|str, # the labels YAML (`labels:` list)
 def rubric_verdicts(judge:Judge, r:Rubric, labels:list[dict], progress:bool=False) -> list[RubricVerdict]:
     "The judge's verdict on each of the rubric's labelled answers, in order."
     mine = [l for l in labels if l["rubric"] == r.name]
-    if progress:
-        from tqdm.auto import tqdm; mine = tqdm(mine, desc=f"rubric {r.name}")
+    mine = with_progress(mine, f"rubric {r.name}", "label", progress)
     return [score_rubric(judge, r, l["question"], l["answer"], l["contexts"], l["reference"]) for l in mine]
 
 def rubric_agreement(r:Rubric, labels:list[dict], # every label; the rubric's own are used

@@ -8,7 +8,7 @@ import copy, dataclasses, datetime as dt, hashlib, json, random, statistics, sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from ..errors import InputError, KeelError, ModelError, AirgapViolation, EXIT_OK, EXIT_FAILED
-from ..command import command_parser, run_command
+from ..command import command_parser, run_command, Progress, with_progress
 from ..executor import Task, Workers, is_remote
 from ..providers.base import allowed, ChunkHit
 from ..answer.types import User, Answer, Citation, KINDS
@@ -443,17 +443,17 @@ def ask_items(ctx, items:list[GoldenItem], judges:list[Judge], judge:bool=True, 
               rubrics:tuple=() # the golden set's rubrics, scored by the first judge
              ) -> list[dict]:
     "Every item asked and scored: on the context's workers when it has them (`KEEL_EXECUTOR=ray`), else here, in order."
-    from tqdm.auto import tqdm
     done = dict(ck.rows) if ck else {}
     todo = [it for it in items if it.id not in done]
     def keep(r):
         if ck: ck.add(r)
         done[r["id"]] = r
     if is_remote(ctx):
-        for r in eval_items(ctx, todo, judge, rubrics=rubrics): keep(r)
+        with Progress(len(todo), "golden set", progress=progress) as bar:
+            for r in eval_items(ctx, todo, judge, bar, rubrics): keep(r)
     else:
         tags_of, rj = chunk_tags(getattr(ctx, "con", None)), (judges or [None])[0]
-        for it in tqdm(todo, desc="golden set", disable=not progress):
+        for it in with_progress(todo, "golden set", progress=progress):
             keep(ask_item(ctx, it, judges, tags_of, rubrics, rj))
     return [copy.deepcopy(done[it.id]) for it in items]
 
@@ -480,7 +480,7 @@ def run_eval(ctx, # an AppContext (answer_engine, llm, settings, log, con)
              *, judge:bool=True, # grade answers with the judge
              baseline_path:Path|str|None=None, # defaults to baseline.json next to the golden set
              thresholds:dict|None=None, # metric -> tolerated drop, over DEFAULT_THRESHOLDS
-             progress:bool=True, # a tqdm progress bar
+             progress:bool=True, # a bar on a terminal or in a notebook, else plain lines (`keel.command.Progress`)
              labels_path:Path|str|None=None, # human judge labels; defaults to judge_labels.yaml next to the set
              kappa_bar:float=0.4, # judge metrics with lower agreement are reported, not gated
              checkpoint:Path|str|None=None, # JSON lines: items it holds are not asked again (a stopped run resumes)
