@@ -40,12 +40,13 @@ notebooks: install
 	$(PY) tools/run_notebooks.py nbs/index.ipynb
 	$(PY) tools/make_readme.py
 	$(PY) tools/run_notebooks.py nbs/91_ui_base.ipynb nbs/92_ui_chat.ipynb nbs/93_ui_approvals.ipynb nbs/94_ui_dashboard.ipynb \
-	  nbs/95_ui_compare.ipynb
+	  nbs/95_ui_compare.ipynb nbs/96_ui_label.ipynb
 	$(PY) tools/run_notebooks.py --slow nbs/52_evals_retrieval_notebook.ipynb
 	$(PY) tools/run_notebooks.py --slow nbs/57_evals_notebook.ipynb
 	$(PY) tools/run_notebooks.py --slow nbs/57a_evals_compare_notebook.ipynb
 	$(PY) tools/run_notebooks.py nbs/24_safety_report.ipynb
 	$(PY) tools/run_notebooks.py --slow nbs/82_scaleout_guide.ipynb
+	$(PY) tools/run_notebooks.py nbs/83_cloud_profiles.ipynb
 
 # Debian's Chromium for the browser tests (tests/test_ui_browser.py); installed once when missing and apt-get is there
 browser:

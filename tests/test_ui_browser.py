@@ -20,7 +20,7 @@ SHOTS = ROOT/"reports"
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed: `make install` installs the dev requirements")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (`make test` installs it as root; "
                                                           "or `apt-get install chromium`): the browser tests need it")
-NOTEBOOKS = ("92_ui_chat", "93_ui_approvals", "94_ui_dashboard", "95_ui_compare")
+NOTEBOOKS = ("92_ui_chat", "93_ui_approvals", "94_ui_dashboard", "95_ui_compare", "96_ui_label")
 
 
 @pytest.fixture(scope="module")
@@ -149,6 +149,42 @@ def test_approvals_panel_approves_edited_and_rejects_with_ledger_rows(browser, l
     page.close()
 
 
+def test_label_panel_accepts_rejects_and_labels_into_the_yaml_and_the_ledger(browser, lab):
+    import sqlite3, yaml
+    page = run_notebook(browser, lab, "96_ui_label")
+    panel = page.locator(".keel-label").last            # the notebook's last panel: fresh files, nothing decided
+    panel.scroll_into_view_if_needed()
+    golden, labels = panel.locator(".keel-files").inner_text().removeprefix("writes ").split(" and ")
+    first = panel.locator(".keel-draft-head b").first.inner_text().strip()
+    shot(panel, "ui-label-pending.png")
+    panel.locator(".keel-reviewer input").fill("dana")
+    panel.locator(".keel-draft-answer textarea").fill("An answer dana wrote.")
+    panel.locator("button.keel-accept").click()
+    sync_api.expect(panel.locator(".keel-status")).to_contain_text(f"{first} edited and accepted by dana", timeout=30_000)
+    sync_api.expect(panel.locator(".keel-ledger")).to_contain_text("dana")
+    second = panel.locator(".keel-draft-head b").first.inner_text().strip()
+    assert second != first
+    panel.locator(".keel-reason input").fill("not what the passage says")
+    panel.locator("button.keel-reject").click()
+    sync_api.expect(panel.locator(".keel-status")).to_contain_text(f"{second} rejected by dana", timeout=30_000)
+    answer = panel.locator(".keel-judge-head b").first.inner_text().strip()
+    for m in ("groundedness", "relevance"): panel.locator(f".keel-pass-{m} input").check()
+    panel.locator("button.keel-save-label").click()
+    sync_api.expect(panel.locator(".keel-status")).to_contain_text(f"{answer} labelled by dana", timeout=30_000)
+    sync_api.expect(panel.locator(".keel-judge-progress")).to_contain_text("groundedness")
+    shot(panel, "ui-label.png")
+    items = {x["id"]: x for x in yaml.safe_load(Path(golden).read_text())["items"]}
+    assert list(items) == [first] and items[first]["expected_answer"] == "An answer dana wrote."
+    lab_rows = {x["id"]: x for x in yaml.safe_load(Path(labels).read_text())["labels"]}
+    assert lab_rows[answer]["human"] == dict(groundedness=1, relevance=1, correctness=0)
+    con = sqlite3.connect(Path(golden).parent.parent/"data"/"keel.db")   # the notebook's data directory
+    rows = [json.loads(p) for (p,) in con.execute("SELECT payload FROM ledger WHERE kind = 'label' ORDER BY seq")]
+    con.close()
+    mine = [(r["item"], r["decision"]) for r in rows if r["by"] == "dana"]
+    assert mine == [(first, "edit"), (second, "reject"), (answer, "label")], mine
+    page.close()
+
+
 def test_dashboard_filters_items_and_shows_an_item(browser, lab):
     page = run_notebook(browser, lab, "94_ui_dashboard")
     dash = page.locator(".keel-dashboard").first
@@ -202,7 +238,8 @@ def test_compare_view_shows_flips_chart_and_both_answers_of_a_clicked_item(brows
 
 
 @pytest.mark.parametrize("name,text", [("94_ui_dashboard", "Items of the latest run"), ("92_ui_chat", "Salary Bands 2026"),
-                                       ("93_ui_approvals", "we have paper"), ("95_ui_compare", "Items that flipped")])
+                                       ("93_ui_approvals", "we have paper"), ("95_ui_compare", "Items that flipped"),
+                                       ("96_ui_label", "Golden items, for the calibration")])
 def test_committed_outputs_show_the_panels_without_a_kernel_run(browser, lab, name, text):
     "A reader who opens a panel notebook without running it sees the static pictures saved with it."
     page = open_notebook(browser, lab, f"nbs/saved_{name}.ipynb", f"saved_{name}")
