@@ -107,6 +107,12 @@ def __call__(self, done:int, total:int|None=None):
     if total is not None: self.total = total
     self.update(done - self.done)
 
+@patch_to(Progress)
+def write(self, text:str, file=None):
+    "Print a line of the command's own output (stdout by default) without breaking a bar drawn below it."
+    if self.bar is not None: self.bar.write(text, file=file or sys.stdout)
+    else: print(text, file=file or sys.stdout, flush=True)
+
 Progress.__enter__ = lambda self: self
 Progress.__exit__ = lambda self, *exc: self.close()
 

@@ -544,8 +544,8 @@ def _ingest(a, make_ctx) -> int:
         for s in plan:
             results.append(IngestResult(str(Path(s.given).absolute()), "skipped", detail=s.skip) if s.skip else
                            ing.ingest_path(s.given, title=s.title, acl_tags=s.acl_tags, roots=s.roots))
+            bar.write(results[-1].line)                     # each source's line as soon as it is done
             bar.update(note=Path(s.given).name)
-    for r in results: print(r.line)
     print(summary_line(results, time.perf_counter() - t0))
     return exit_status(results)
 
