@@ -33,7 +33,8 @@ lab: install
 	$(BIN)/jupyter lab --no-browser --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=nbs $(if $(filter 0,$(shell id -u)),--allow-root)
 
 # the notebooks committed with their outputs, executed again in place (52 embeds a SciFact slice and 57 runs the default
-# model over a sample of the golden set, 57a over the whole set and a PubMedQA sample: minutes each; run them through
+# model over a sample of the golden set, 57a over the whole set and a PubMedQA sample, 57c drafts
+# golden items from every chunk of examples/own-documents: minutes each; run them through
 # the heavy-run queue on a shared machine);
 # index's outputs are the README tour's, so the README is rendered again after it
 notebooks: install
@@ -44,6 +45,7 @@ notebooks: install
 	$(PY) tools/run_notebooks.py --slow nbs/52_evals_retrieval_notebook.ipynb
 	$(PY) tools/run_notebooks.py --slow nbs/57_evals_notebook.ipynb
 	$(PY) tools/run_notebooks.py --slow nbs/57a_evals_compare_notebook.ipynb
+	$(PY) tools/run_notebooks.py --slow nbs/57c_your_own_documents.ipynb
 	$(PY) tools/run_notebooks.py nbs/24_safety_report.ipynb
 	$(PY) tools/run_notebooks.py --slow nbs/82_scaleout_guide.ipynb
 	$(PY) tools/run_notebooks.py nbs/83_cloud_profiles.ipynb

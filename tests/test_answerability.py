@@ -79,6 +79,7 @@ def test_calibrate_stores_reports_and_is_refused_for_another_corpus(data_dir, ke
     assert 0 < found <= 1 and f"/{cal['measured']['n_items']} items" in r.stdout, r.stdout
     st = keel_cmd("--data-dir", data_dir, "status", env=EXTRACTIVE)
     assert "corpus calibration of" in st.stdout and "refused" not in st.stdout, st.stdout
+    assert "Your own documents" not in st.stdout, st.stdout       # calibrated: no pointer to the guide
     # the corpus changes: the stored calibration no longer applies
     keel_cmd("--data-dir", data_dir, "ingest", ROOT / "golden" / "corpus" / "FACTS.md", env=EXTRACTIVE)
     ctx = ctx_for(data_dir)
@@ -91,3 +92,4 @@ def test_calibrate_stores_reports_and_is_refused_for_another_corpus(data_dir, ke
         ctx.close()
     st = keel_cmd("--data-dir", data_dir, "status", env=EXTRACTIVE)
     assert "stored calibration refused" in st.stdout and "keel calibrate" in st.stdout, st.stdout
+    assert re.search(r"^  guide: .*\"Your own documents\" \(your_own_documents\.html", st.stdout, re.M), st.stdout

@@ -442,6 +442,9 @@ def resolve_calibration(data_dir, embedding_model:str|None,
                 if data_dir else None) or DEFAULT_CALIBRATION, None
     except CalibrationError as e: return DEFAULT_CALIBRATION, f"stored calibration refused: {e}"
 
+_GUIDE = ('no golden set yet? the guide "Your own documents" (your_own_documents.html in the documentation, '
+          'nbs/57c_your_own_documents.ipynb) walks from a folder of documents to a calibrated deployment')
+
 def calibration_status(settings, embedding_model:str|None, corpus_fingerprint:str|None) -> dict:
     "What `keel status` shows about the refusal gate."
     cal, note = resolve_calibration(getattr(settings, "data_dir", None), embedding_model, corpus_fingerprint)
@@ -457,6 +460,7 @@ def calibration_status(settings, embedding_model:str|None, corpus_fingerprint:st
     if cal.source == "default" and embedding_model and cal.embedding_model and embedding_model != cal.embedding_model:
         out["warning"] = f"the default was fitted with {cal.embedding_model}, not {embedding_model}: run keel calibrate"
     elif cal.source == "default": out["advice"] = "calibrate on this corpus with keel calibrate [GOLDEN]"
+    if cal.source == "default": out["guide"] = _GUIDE
     return out
 
 # %% ../../nbs/13d_retrieval_answerability.ipynb #0b8c666a
