@@ -47,6 +47,7 @@ notebooks: install
 	$(PY) tools/run_notebooks.py --slow nbs/57a_evals_compare_notebook.ipynb
 	$(PY) tools/run_notebooks.py --slow nbs/57c_your_own_documents.ipynb
 	$(PY) tools/run_notebooks.py nbs/24_safety_report.ipynb
+	$(PY) tools/run_notebooks.py nbs/20b_safety_tuned.ipynb
 	$(PY) tools/run_notebooks.py --slow nbs/82_scaleout_guide.ipynb
 	$(PY) tools/run_notebooks.py nbs/83_cloud_profiles.ipynb
 

@@ -81,9 +81,10 @@ class Settings:
     min_evidence: float|None = None
     # the share of answerable questions refused that `keel calibrate` chooses the evidence threshold for
     target_false_refusal: float = 0.10
-    # `learned` (patterns or learned layer), `confirmed` (the layer must confirm the patterns) or `heuristic` (patterns
-    # alone)
+    # `learned` (patterns or learned layer), `confirmed` (the layer must confirm the patterns), `heuristic` (patterns
+    # alone) or `tuned` (the learned layer's model or the fine-tuned MiniLM classifier, no patterns)
     injection_screen: str = "learned"
+    injection_model: Path|None = None        # the fine-tuned classifier's folder (model.onnx, card.json) for `tuned`
     # where embedding batches, eval items and benchmark queries run: `local` or `ray`
     executor: str = "local"
     # a Ray cluster (`host:6379`); empty starts a private local one; remote needs a token
@@ -180,7 +181,7 @@ def validate_profile(s:Settings) -> Settings:
 # %% ../nbs/01_config.ipynb #7aba451c
 _CHOICES = dict(answer_mode=("generative","extractive"), llm_backend=("llama","openai"),
                 embed_backend=("fastembed","openai"), vector_index=("flat","hnsw"),
-                pii_mode=("redact","hash","keep"), injection_screen=("learned","confirmed","heuristic"),
+                pii_mode=("redact","hash","keep"), injection_screen=("learned","confirmed","heuristic","tuned"),
                 executor=("local","ray"), fusion=("rrf","convex"),
                 fusion_norm=("minmax","zscore"), profile=("local","azure","aws"), azure_auth=("entra","key"))
 

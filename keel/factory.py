@@ -151,6 +151,10 @@ def screen(self:AppContext):
     "The injection screen (KEEL_INJECTION_SCREEN) that ingest, questions and agent tool results go through."
     from keel.safety.screen import screen
     from keel.safety.learned import screen_learned, screen_confirmed
+    if self.settings.injection_screen == "tuned":
+        from keel.safety.tuned import TunedScreen, read_card
+        read_card(self.settings.injection_model)           # a missing model is a clear error here, not at ingest
+        return self._part("_screen", lambda: TunedScreen(self.settings.injection_model))
     return dict(learned=screen_learned, confirmed=screen_confirmed).get(self.settings.injection_screen, screen)
 
 @patch(as_prop=True)
