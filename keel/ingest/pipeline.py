@@ -13,7 +13,7 @@ from typing import Callable, Sequence
 import numpy as np
 from ..yamlfile import read_yaml
 from ..errors import KeelError, InputError, ModelError, EXIT_OK, EXIT_FAILED, one_line
-from ..command import command_parser, run_command, Progress
+from ..command import command_parser, run_command, Progress, with_progress
 from ..config import Settings
 from ..executor import Task, Workers
 from ..db import transaction, fingerprint, set_meta
@@ -23,8 +23,8 @@ from ..safety.pii import count_pii
 
 # %% auto #0
 __all__ = ['IngestResult', 'exit_status', 'Ingestor', 'check_tags', 'embed_text', 'confine', 'as_duplicate', 'ingest_path',
-           'read_manifest', 'ingest_manifest', 'show_progress', 'whole_chunk', 'ingest_documents', 'EmbedTask',
-           'RemoteEmbeddings', 'walk_folder', 'Planned', 'plan_sources', 'summary_line', 'cli']
+           'read_manifest', 'ingest_manifest', 'whole_chunk', 'ingest_documents', 'EmbedTask', 'RemoteEmbeddings',
+           'walk_folder', 'Planned', 'plan_sources', 'summary_line', 'cli']
 
 # %% ../../nbs/12_ingest_pipeline.ipynb #4b74a89f
 @dataclass
@@ -323,29 +323,17 @@ def _manifest_entry(path:Path, i:int, e) -> dict:
 
 # %% ../../nbs/12_ingest_pipeline.ipynb #26814c89
 def ingest_manifest(self:Ingestor, path:Path|str, # a YAML manifest: documents: [{path|url, title, acl_tags}]
-                    progress:bool|None=None # a tqdm bar on stderr; default: more than one entry and stderr a terminal
+                    progress:bool|None=None # False: none; default: a bar or plain lines when it lists several
                    ) -> list[IngestResult]:
     "Ingest every document a manifest lists; each failure is recorded and the rest still ingested."
-    from tqdm.auto import tqdm
     entries, roots = read_manifest(path), [Path(path).expanduser().absolute().parent]
-    bar = tqdm(entries, desc="ingest", unit="doc",
-               disable=not (len(entries) > 1 and sys.stderr.isatty() if progress is None else progress),
-               file=sys.stderr)
     out = []
-    for e in bar:
-        bar.set_postfix_str(e["source"].rsplit("/", 1)[-1][:40])
+    for e in with_progress(entries, "ingest", "doc", False if progress is None and len(entries) < 2 else progress):
         out.append(self.ingest_path(e["given"], title=e["title"], acl_tags=e["acl_tags"], roots=roots))
     return out
 Ingestor.ingest_manifest = ingest_manifest
 
 # %% ../../nbs/12_ingest_pipeline.ipynb #99a56d3a
-def show_progress(progress:bool|None=None) -> bool:
-    "Whether to draw a progress bar: as asked, else when stderr is a terminal or a notebook kernel runs us."
-    if progress is not None: return progress
-    if sys.stderr.isatty(): return True
-    shell = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
-    return shell is not None and hasattr(shell, "kernel")
-
 def whole_chunk(doc:LoadedDocument):
     "The whole document as its only chunk (for corpora whose judgments are per document)."
     text = doc.text.strip()
