@@ -13,7 +13,7 @@ import numpy as np
 from ..errors import InputError
 from ..db import fingerprint
 from ..stats import roc_auc
-from .bm25 import BM25Index, query_terms, STOPWORDS, K1
+from .bm25 import BM25Index, query_terms, STOPWORDS, K1, fts_idf
 from ..providers.base import ChunkHit, effective_tags
 
 # %% auto #0
@@ -132,9 +132,7 @@ def smoothed_bm25(bi:BM25Index, query:str, hits:list[ChunkHit], prior:int=PRIOR_
     ids, n, old, new = [h.chunk_id for h in hits], len(bi), np.zeros(len(hits)), np.zeros(len(hits))
     for j, w in cols.items():     # a term's contribution is its idf times a part that does not depend on the idf
         part, df = bi.scores({j: w}, ids), float(bi.df[j])
-        idf = max(math.log((n - df + 0.5) / (df + 0.5)), 1e-6)
-        sdf, m = smoothed_df(df, n, prior)
-        old, new = old + part, new + part * max(math.log((m - sdf + 0.5) / (sdf + 0.5)), 1e-6) / idf
+        old, new = old + part, new + part * fts_idf(*smoothed_df(df, n, prior)) / fts_idf(df, n)
     return [g * b / a if a > 0 else g for g, a, b in zip(given, old, new)]
 
 def features(query:str, # the question
@@ -152,12 +150,12 @@ def features(query:str, # the question
     pres = term_presence(bi, rows, [h.chunk_id for h in hits])
     per_hit = _cov(pres, idf)
     rare = np.argsort(-idf, kind="stable")[:max(1, math.ceil(len(idf) / 3))] if len(idf) else []
-    dfs = [smoothed_df(0 if r is None else len(r), len(bi), prior) for r in rows]
-    fts_idf, n = np.array([max(math.log((m - df + .5) / (df + .5)), 1e-6) for df, m in dfs]), len(bi) + prior
+    n = len(bi) + prior
+    idf_fts = fts_idf([smoothed_df(0 if r is None else len(r), len(bi), prior)[0] for r in rows], n)
     best_bm25 = max(smoothed_bm25(bi, query, hits, prior), default=0.0)
     return dict(cosine=float(cos.max()), cosine_z=float((cos.max() - mu) / sd),
                 cosine_gap=float(cos.max() - np.delete(cos, cos.argmax()).mean()) if len(cos) > 1 else 0.0,
-                bm25=float(best_bm25 / (fts_idf.sum() * (K1 + 1))) if len(fts_idf) else 0.0,
+                bm25=float(best_bm25 / (idf_fts.sum() * (K1 + 1))) if len(idf_fts) else 0.0,
                 bm25_term=float(best_bm25 / (len(terms) * math.log(1 + n))) if len(terms) and len(bi) else 0.0,
                 fused_gap=_gap(hits[0].score, hits[1].score) if len(hits) > 1 else 1.0,
                 idf_coverage=float(per_hit.max()) if len(idf) else 0.0,

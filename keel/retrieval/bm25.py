@@ -17,7 +17,7 @@ from ..providers.base import effective_tags
 
 # %% auto #0
 __all__ = ['STOPWORDS', 'MAX_QUERY_TERMS', 'BM25_WEIGHTS', 'K1', 'B', 'query_terms', 'fts_query', 'fts_bm25', 'Analyzer',
-           'Segment', 'BM25Index']
+           'Segment', 'BM25Index', 'fts_idf']
 
 # %% ../../nbs/13_retrieval_bm25.ipynb #72f54f50
 STOPWORDS = frozenset("""a about above after again against all am an and any are as at be because been before being
@@ -165,6 +165,13 @@ class BM25Index:
 # %% ../../nbs/13_retrieval_bm25.ipynb #28d54e34
 K1, B = 1.2, 0.75   # FTS5's fixed BM25 parameters
 
+def fts_idf(df, # documents holding each term (a number or an array)
+            n): # documents in the corpus
+    "FTS5's idf: log((n - df + 0.5) / (df + 0.5)), with 1e-6 where that is not positive."
+    df = np.asarray(df, float)
+    idf = np.log((n - df + 0.5) / (df + 0.5))
+    return np.where(idf <= 0, 1e-6, idf)
+
 @patch
 def _contrib(self:BM25Index, col:np.ndarray, row:np.ndarray, f:np.ndarray) -> np.ndarray:
     "BM25 contributions of (term, row, frequency) postings, with FTS5's idf, k1, b and length normalisation."
@@ -172,9 +179,7 @@ def _contrib(self:BM25Index, col:np.ndarray, row:np.ndarray, f:np.ndarray) -> np
         n = max(int(self.alive.sum()), 1)
         self._masks["stats"] = (n, max(float(self.length[self.alive].sum()) / n, 1e-12))
     n, avgdl = self._masks["stats"]
-    df = self.df[col]
-    idf = np.log((n - df + 0.5) / (df + 0.5))
-    idf[idf <= 0] = 1e-6
+    idf = fts_idf(self.df[col], n)
     return idf * f * (K1 + 1) / (f + K1 * (1 - B + B * self.length[row] / avgdl))
 
 # %% ../../nbs/13_retrieval_bm25.ipynb #de662291
