@@ -23,10 +23,11 @@ from .checkpoint import Checkpoint, code_version
 __all__ = ['FRAMES', 'PLANTS', 'PERTURBATIONS', 'NOISE_RATIOS', 'REWORDINGS', 'PerturbedRetriever', 'ScratchStore', 'engine_for',
            'passage_pool', 'is_expected', 'distractors', 'stand_in', 'replace_share', 'altered_number',
            'counterfactual_fact', 'alter', 'reword', 'plant', 'Probe', 'probe_rng', 'corpus_tags', 'excluding_tags',
-           'probes_for', 'score_probe', 'ask_probe', 'consistency', 'follows_when_stated', 'table', 'GateCheck',
-           'gate_value', 'robustness_gate', 'check_gates', 'RobustnessResult', 'answerable', 'parse_perturbations',
-           'probe_key', 'checkpoint_header', 'probe_checkpoint', 'ask_probes', 'ProbeTask', 'robustness_rows',
-           'run_robustness', 'noise_figure', 'render_robustness', 'write_robustness_report', 'format_table', 'cli']
+           'probes_for', 'score_probe', 'ask_probe', 'row_kind', 'consistency', 'follows_when_stated', 'table',
+           'GateCheck', 'gate_value', 'robustness_gate', 'check_gates', 'RobustnessResult', 'answerable',
+           'parse_perturbations', 'probe_key', 'checkpoint_header', 'probe_checkpoint', 'ask_probes', 'ProbeTask',
+           'robustness_rows', 'run_robustness', 'noise_figure', 'render_robustness', 'write_robustness_report',
+           'format_table', 'cli']
 
 # %% ../../nbs/62_evals_robustness.ipynb #f2b8c9dd
 from .grounding import token_f1, normalize_answer
@@ -280,17 +281,20 @@ def ask_probe(ctx, p:Probe, store:ScratchStore, tags_of) -> dict:
     return score_probe(p, ans, tags_of)
 
 # %% ../../nbs/62_evals_robustness.ipynb #4568ca97
+def row_kind(r:dict) -> str:
+    "A probe row's answer kind; rows written before the evidence kind existed are answers or refusals."
+    return r.get("kind") or ("refusal" if r["refused"] else "answer")
+
 def consistency(row:dict, clean:dict) -> dict:
     "Whether a probe's answer agrees with the clean answer to the same item."
-    kind = lambda r: r.get("kind") or ("refusal" if r["refused"] else "answer")     # rows from before `kind`
-    same = kind(row) == kind(clean) and (kind(row) == "refusal" or row["cited"] == clean["cited"])
+    same = row_kind(row) == row_kind(clean) and (row_kind(row) == "refusal" or row["cited"] == clean["cited"])
     agree = 1.0 if row["refused"] and clean["refused"] else token_f1(row["answer"], clean["answer"])
     return dict(consistent=float(same), answer_agreement=agree)
 
 def follows_when_stated(row:dict, clean:dict) -> dict:
     "A counterfactual row's `follows_document`, kept only where the clean answer stated the original figure."
     if "follows_document" not in row: return {}                    # no figure to alter in this item's sources
-    said = clean.get("kind", "refusal" if clean["refused"] else "answer") == "answer" and _figure(
+    said = row_kind(clean) == "answer" and _figure(
         row["meta"]["original"].lower()
     ).search((clean["answer"] or "").lower())
     return dict(follows_when_stated=row["follows_document"] if said else None)
