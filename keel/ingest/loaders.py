@@ -12,10 +12,10 @@ from urllib.parse import urlparse, unquote
 from ..errors import DocumentError
 
 # %% auto #0
-__all__ = ['EXTENSIONS', 'CONTENT_TYPES', 'REFUSED', 'MAX_CONTROL_SHARE', 'DROP_TAGS', 'DROP_ROLES', 'BLOCK_TAGS', 'Page',
-           'LoadedDocument', 'UnsupportedFormat', 'EmptyDocument', 'CorruptDocument', 'EncryptedDocument',
-           'DocumentTooLarge', 'NoTextLayer', 'SourceUnreachable', 'NotText', 'Limits', 'is_url', 'detect_kind',
-           'decode_text', 'first_heading', 'parse_document', 'ParserProcess', 'load']
+__all__ = ['EXTENSIONS', 'CONTENT_TYPES', 'REFUSED', 'MAX_CONTROL_SHARE', 'DROP_TAGS', 'DROP_ROLES', 'BLOCK_TAGS', 'HEADING_TAGS',
+           'MAX_HEADING', 'Page', 'LoadedDocument', 'UnsupportedFormat', 'EmptyDocument', 'CorruptDocument',
+           'EncryptedDocument', 'DocumentTooLarge', 'NoTextLayer', 'SourceUnreachable', 'NotText', 'Limits', 'is_url',
+           'detect_kind', 'decode_text', 'first_heading', 'parse_document', 'ParserProcess', 'load']
 
 # %% ../../nbs/10_ingest_loaders.ipynb #2dc606ff
 @dataclass
@@ -409,6 +409,11 @@ DROP_ROLES = {"navigation", "banner", "contentinfo", "search", "complementary"}
 BLOCK_TAGS = {"p", "div", "section", "article", "main", "body", "blockquote", "ul", "ol", "dl", "dt", "dd",
               "table", "thead", "tbody", "tfoot", "figure", "figcaption", "address", "pre", "hr", "details", "summary",
               "html"}
+HEADING_TAGS = {"h1", "h2", "h3", "h4", "h5", "h6"}
+_BODY = BLOCK_TAGS | HEADING_TAGS | {"li", "tr", "table", "pre"}
+MAX_HEADING = 200   # characters: a longer heading is body text, not a title
+
+def _tag(el) -> str: return el.tag.lower().rsplit("}", 1)[-1]
 
 def _hidden(el) -> bool:
     "Whether an element is chrome or hidden from readers."
@@ -432,14 +437,13 @@ class _HtmlText:
         "Visible text of `el` and its descendants, chrome excluded."
         parts = [el.text or ""]
         for c in el:
-            if not _hidden(c): parts.append(self.inline(c) + " " if c.tag in ("td", "th", "br") else self.inline(c))
+            if not _hidden(c): parts.append(self.inline(c) + " " * (c.tag in ("td", "th", "br")))
             parts.append(c.tail or "")
         return "".join(parts)
 
     def walk(self, el):
         tag = el.tag.lower().rsplit("}", 1)[-1]
-        if tag in {"h1", "h2", "h3", "h4", "h5", "h6"}:
-            self.flush(); self.buf = [self.inline(el)]; self.flush("#" * int(tag[1]) + " ")
+        if tag in HEADING_TAGS: self.heading(el, int(tag[1]))
         elif tag == "li":
             self.flush(); self.pending = "- "; self.buf.append(el.text or "")
             for c in el: self._child(c)
@@ -465,6 +469,18 @@ class _HtmlText:
             self.buf.append(el.text or "")
             for c in el: self._child(c)
             if block: self.flush()
+    def heading(self, el, level:int):
+        "A heading's own text; blocks inside it (swallowed by a mismatched or unclosed tag) walked as body."
+        self.flush(); kids = list(el)
+        cut = next((i for i, c in enumerate(kids) if isinstance(c.tag, str) and _tag(c) in _BODY), len(kids))
+        self.buf = [el.text or ""]
+        for c in kids[:cut]:
+            if not _hidden(c): self.buf.append(self.inline(c) + " " * (c.tag == "br"))
+            self.buf.append(c.tail or "")
+        short = len(" ".join("".join(self.buf).split())) <= MAX_HEADING
+        self.flush("#" * level + " " if short else "")   # a paragraph-long "heading" is body text
+        for c in kids[cut:]: self._child(c)
+        self.flush()
     def _child(self, c):
         if not _hidden(c): self.walk(c)
         self.buf.append(c.tail or "")
