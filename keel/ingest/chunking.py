@@ -8,10 +8,11 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 from ..errors import InputError
-from .loaders import LoadedDocument, Page
+from .loaders import LoadedDocument, Page, MAX_HEADING
 
 # %% auto #0
-__all__ = ['Chunk', 'split_sections', 'units', 'pack', 'chunk_document']
+__all__ = ['MIN_CHUNK', 'MAX_CHUNKS_PER_KB', 'Chunk', 'split_sections', 'units', 'pack', 'merge_small', 'chunk_document',
+           'chunk_warnings']
 
 # %% ../../nbs/11_ingest_chunking.ipynb #380b9fc4
 @dataclass
@@ -33,7 +34,7 @@ def split_sections(text:str) -> list[tuple[int, int, int, str]]:
     heads, fenced, pos = [], False, 0
     for line in text.split("\n"):
         if _FENCE.match(line): fenced = not fenced
-        elif not fenced and (m := _HEADING.match(line)) and m.group(2).strip():
+        elif not fenced and (m := _HEADING.match(line)) and 0 < len(m.group(2).strip()) <= MAX_HEADING:
             heads.append((pos, len(m.group(1)), m.group(2).strip()))
         pos += len(line) + 1
     out, starts = [], [h[0] for h in heads] + [len(text)]
@@ -128,22 +129,45 @@ def _page_chunks(text, stack, size, overlap):
         out += [(path, a, b) for a, b in pack(units(text, start, e, size), size, overlap)]
     return out
 
+# %% ../../nbs/11_ingest_chunking.ipynb #3be3eab9
+MIN_CHUNK = 100   # characters: the floor on a chunk's length
+
+def merge_small(text:str, # the page's text
+                cs:list[Chunk], # the page's chunks, in order
+                size:int, # the largest chunk allowed
+                floor:int, # chunks shorter than this join a neighbour
+                too_long:Callable|None=None # which chunks exceed the embedding model's token limit
+               ) -> list[Chunk]:
+    "Chunks shorter than `floor` joined to the previous chunk on the page, else the next, when the pair fits."
+    out, i = list(cs), 0
+    while i < len(out):
+        c = out[i]
+        for j in ((i - 1, i + 1) if len(c.text.strip()) < floor else ()):
+            if not 0 <= j < len(out): continue
+            a, b = min(out[j].start, c.start), max(out[j].end, c.end)
+            m = Chunk(0, text[a:b], out[j].heading, c.page, a, b)
+            if b - a <= size and not (too_long and too_long([m])[0]):
+                out[min(i, j):max(i, j) + 1] = [m]; i = min(i, j) - 1; break
+        i += 1
+    return out
+
 # %% ../../nbs/11_ingest_chunking.ipynb #64e7d4e7
-def _refit(text:str, c:Chunk, overlap:int, too_long:Callable) -> list[Chunk]:
-    "Chunk `c` split again, in halves and halves of halves, until `too_long` passes every piece."
-    if c.end - c.start <= 1: return [c]
+def _refit(text:str, c:Chunk, overlap:int, too_long:Callable, floor:int=1) -> list[Chunk]:
+    "Chunk `c` split again, in halves and halves of halves, until `too_long` passes every piece or it reaches `floor`."
+    if c.end - c.start < 2 * max(floor, 1): return [c]
     size = (c.end - c.start + 1) // 2
     pieces = [Chunk(0, text[a:b], c.heading, c.page, a, b)
               for a, b in pack(units(text, c.start, c.end, size), size, min(overlap, size // 4))]
     if len(pieces) == 1 and (pieces[0].start, pieces[0].end) == (c.start, c.end): return pieces
     return [q for p, long in zip(pieces, too_long(pieces))
-            for q in (_refit(text, p, overlap, too_long) if long else [p])]
+            for q in (_refit(text, p, overlap, too_long, floor) if long else [p])]
 
 def chunk_document(doc:LoadedDocument, # a loaded document
                    chunk_size:int=800, # characters per chunk, at most
                    chunk_overlap:int=120, # characters carried into the next chunk, about
                    too_long:Callable[[list[Chunk]],
-                                     list[bool]]|None=None # which chunks exceed the embedding model's token limit
+                                     list[bool]]|None=None, # which chunks exceed the embedding model's token limit
+                   min_chunk:int=MIN_CHUNK # characters: a shorter chunk joins a neighbour (at most chunk_size // 4)
                   ) -> list[Chunk]:
     "Split `doc` into chunks under their heading paths, each an exact span of its page's text."
     if chunk_size < 1:
@@ -151,13 +175,30 @@ def chunk_document(doc:LoadedDocument, # a loaded document
     if not 0 <= chunk_overlap < chunk_size:
         raise InputError(f"chunk_overlap must be at least 0 and below chunk_size ({chunk_size}), got {chunk_overlap}",
                          fix="lower chunk_overlap")
-    out, stack = [], []
+    out, stack, floor = [], [], max(1, min(min_chunk, chunk_size // 4))
     for page in doc.pages:
         cs = [Chunk(0, page.text[a:b], path, page.number, a, b)
               for path, a, b in _page_chunks(page.text, stack, chunk_size, chunk_overlap)]
         if too_long and cs:
             cs = [q for c, long in zip(cs, too_long(cs))
-                  for q in (_refit(page.text, c, chunk_overlap, too_long) if long else [c])]
-        out += cs
+                  for q in (_refit(page.text, c, chunk_overlap, too_long, floor) if long else [c])]
+        out += merge_small(page.text, cs, chunk_size, floor, too_long)
     for i, c in enumerate(out): c.ord = i
+    return out
+
+# %% ../../nbs/11_ingest_chunking.ipynb #86ceec50
+MAX_CHUNKS_PER_KB = 5
+
+def chunk_warnings(doc:LoadedDocument, # the loaded document
+                   chunks:list[Chunk], # its chunks
+                   min_chunk:int=MIN_CHUNK # the floor they were cut with
+                  ) -> list[str]:
+    "What looks wrong with a document's chunks: many per KB of text, many under the floor, long heading paths."
+    out, n, kb = [], len(chunks), max(len(doc.text), 1) / 1000
+    if n >= 4 and n / kb > MAX_CHUNKS_PER_KB:
+        out.append(f"{n / kb:.1f} chunks per KB of text (expected under {MAX_CHUNKS_PER_KB})")
+    if n >= 4 and (small := sum(len(c.text.strip()) < min_chunk for c in chunks)) > n // 4:
+        out.append(f"{small} of {n} chunks under {min_chunk} characters")
+    if (longest := max((len(c.heading) for c in chunks), default=0)) > 2 * MAX_HEADING:
+        out.append(f"a heading path of {longest} characters")
     return out
