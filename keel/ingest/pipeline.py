@@ -18,13 +18,14 @@ from ..config import Settings
 from ..executor import Task, Workers
 from ..db import transaction, fingerprint, set_meta
 from .loaders import load, is_url, EXTENSIONS, LoadedDocument, Limits, ParserProcess
-from .chunking import chunk_document, Chunk
+from .chunking import chunk_document, Chunk, chunk_warnings
+from .boilerplate import stored_blocks, strip_boilerplate, keys_of
 from ..safety.pii import count_pii
 
 # %% auto #0
-__all__ = ['IngestResult', 'exit_status', 'Ingestor', 'check_tags', 'embed_text', 'confine', 'as_duplicate', 'ingest_path',
-           'read_manifest', 'ingest_manifest', 'whole_chunk', 'ingest_documents', 'EmbedTask', 'RemoteEmbeddings',
-           'walk_folder', 'Planned', 'plan_sources', 'summary_line', 'cli']
+__all__ = ['IngestResult', 'exit_status', 'Ingestor', 'check_tags', 'embed_text', 'learn_blocks', 'confine', 'as_duplicate',
+           'ingest_path', 'read_manifest', 'ingest_manifest', 'whole_chunk', 'ingest_documents', 'EmbedTask',
+           'RemoteEmbeddings', 'walk_folder', 'Planned', 'plan_sources', 'summary_line', 'cli']
 
 # %% ../../nbs/12_ingest_pipeline.ipynb #4b74a89f
 @dataclass
@@ -42,6 +43,8 @@ class IngestResult:
     detail: str = ""                 # e.g. which document a duplicate duplicates, why a file was skipped
     exit_code: int = 0               # the failing error's exit code
     pii: dict = field(default_factory=dict)  # identifiers the document holds, by kind: {"tfn": 2, "email": 5}
+    warnings: list = field(default_factory=list)  # what looks wrong with its chunks (`chunk_warnings`)
+    boilerplate: int = 0             # blocks dropped as repeated across the HTML pages (`strip_boilerplate`)
 
     @property
     def name(self) -> str:
@@ -54,7 +57,8 @@ class IngestResult:
             return f"{self.status}  {one_line(self.name)}  {one_line(self.detail)}"
         q = f" ({self.quarantined} quarantined)" if self.quarantined else ""
         ids = "; identifiers: " + ", ".join(f"{k} {n}" for k, n in self.pii.items()) if self.pii else ""
-        return f"{self.status}  {one_line(self.name)}  {self.chunks} chunks{q}{ids}"
+        warn = "".join(f"; warning: {one_line(w)}" for w in self.warnings)
+        return f"{self.status}  {one_line(self.name)}  {self.chunks} chunks{q}{ids}{warn}"
 
 # %% ../../nbs/12_ingest_pipeline.ipynb #22695dcb
 def exit_status(results:list[IngestResult]) -> int:
@@ -77,6 +81,7 @@ class Ingestor:
         self.settings = settings or Settings()
         self.index_path = Path(index_path) if index_path else Path(self.settings.data_dir)/"index.faiss"
         self.on_commit = on_commit
+        self.blocks = None   # the HTML pages' block counts (`BlockCounts`), read from the database on first use
         # the child starts on first use
         self.limits, self.parser = Limits.from_settings(self.settings), ParserProcess()
         if getattr(ledger, "con", con) is not con:
@@ -131,6 +136,30 @@ def _chunks(self:Ingestor, doc:LoadedDocument) -> list[Chunk]:
     "The chunks of `doc` at the configured sizes, each within the embedding model's token limit."
     return chunk_document(doc, self.settings.chunk_size, self.settings.chunk_overlap, too_long=self._too_long(doc))
 Ingestor._too_long, Ingestor._chunks = _too_long, _chunks
+
+# %% ../../nbs/12_ingest_pipeline.ipynb #949e870b
+def _counts(self:Ingestor):
+    "The block counts of the HTML documents known, read from the database once."
+    if self.blocks is None: self.blocks = stored_blocks(self.con)
+    return self.blocks
+
+def _strip(self:Ingestor, doc:LoadedDocument) -> LoadedDocument:
+    "An HTML `doc` without the blocks repeated across the corpus' pages; other kinds as they are."
+    if doc.kind != "html": return doc
+    self._counts().add(doc.source, keys_of(doc.text))
+    return strip_boilerplate(doc, self.blocks)
+
+def learn_blocks(self:Ingestor, plan:Sequence, # `Planned` sources, as `plan_sources` returns them
+                 progress:bool|None=False) -> int:
+    "Count the blocks of the HTML files in `plan` before any is stored; how many pages were read."
+    html = [s for s in plan if s.skip is None and not is_url(str(s.given))
+            and EXTENSIONS.get(Path(s.given).suffix.lower()) == "html"]
+    for s in with_progress(html, "read", "page", progress):
+        try: doc = load(self._confined(s.given, s.roots), limits=self.limits, parser=self.parser)
+        except KeelError: continue     # ingest_path reports it
+        self._counts().add(doc.source, keys_of(doc.text))
+    return len(html)
+Ingestor._counts, Ingestor._strip, Ingestor.learn_blocks = _counts, _strip, learn_blocks
 
 # %% ../../nbs/12_ingest_pipeline.ipynb #cd873a94
 def _store(self:Ingestor, doc, tags, chunks, flags, vecs, request_id) -> tuple[int, list[int], list[int], int|None]:
@@ -236,8 +265,11 @@ Ingestor._check_dim = _check_dim
 # %% ../../nbs/12_ingest_pipeline.ipynb #f9512d35
 def _write(self:Ingestor, doc:LoadedDocument, tags:list[str], res:IngestResult, relabel:bool) -> IngestResult:
     "Chunk, screen and embed `doc`, store it in one transaction and update the index; `res` records what happened."
+    doc = self._strip(doc)
     res.pii = doc.meta["pii"] = count_pii(doc.text)
     chunks = self._chunks(doc)
+    res.warnings = doc.meta["warnings"] = chunk_warnings(doc, chunks)
+    res.boilerplate = doc.meta.get("boilerplate", 0)
     flags = [self._verdict(c.text) for c in chunks]
     te = time.perf_counter()
     vecs = self._embed([embed_text(doc, c) for c in chunks])
@@ -484,6 +516,12 @@ def plan_sources(sources:Sequence[str], # files, URLs, folders and manifests as 
 
 
 # %% ../../nbs/12_ingest_pipeline.ipynb #638a2057
+def _dropped_note(results:list[IngestResult]) -> str:
+    "How many repeated blocks (site navigation, footers) were dropped, and how many documents have warnings."
+    b, w = sum(r.boilerplate for r in results), sum(bool(r.warnings) for r in results)
+    return (f"; {b} repeated block{'s' * (b != 1)} (navigation, footers) dropped" if b else "") + \
+           (f"; {w} document{'s' * (w != 1)} with warnings" if w else "")
+
 def summary_line(results:list[IngestResult], # one per source
                  seconds:float # the call's wall time
                 ) -> str:
@@ -491,7 +529,7 @@ def summary_line(results:list[IngestResult], # one per source
     n, chunks = Counter(r.status for r in results), sum(r.chunks for r in results if r.status in ("added", "replaced"))
     return (f"{len(results)} source{'s' * (len(results) != 1)}: {n['added']} added, {n['replaced']} replaced, "
             f"{n['duplicate']} unchanged, {n['skipped']} skipped, {n['failed']} failed; {chunks} chunks in "
-            f"{seconds:.1f}s")
+            f"{seconds:.1f}s" + _dropped_note(results))
 
 
 # %% ../../nbs/12_ingest_pipeline.ipynb #34388c13
@@ -528,6 +566,7 @@ def _ingest(a, make_ctx) -> int:
     check_tags(tags, "--tags")
     plan = plan_sources(a.source, tags, a.title, a.include, a.exclude, a.hidden)   # before any model loads
     ing, results = make_ctx().ingestor, []
+    ing.learn_blocks(plan, progress=None if len(plan) > 1 else False)   # menus repeated across the pages
     with Progress(len(plan), "ingest", "doc", progress=None if len(plan) > 1 else False) as bar:
         for s in plan:
             results.append(IngestResult(str(Path(s.given).absolute()), "skipped", detail=s.skip) if s.skip else
