@@ -371,6 +371,8 @@ def status(ctx:AppContext, load_models:bool=True) -> dict:
                                            f"{model().complete('Hello', max_tokens=2, temperature=0).output_tokens} "
                                            f"tokens"))
     out["index"] = _index_status(ctx)
+    from keel.ingest.boilerplate import ingest_notes
+    out.update(ingest_notes(con))        # documents whose chunks look wrong, navigation dropped
     from keel.retrieval.answerability import calibration_status
     out["answerability"] = calibration_status(s, getattr(ctx.embeddings, "name", None), db.fingerprint(con))
     head = ctx.ledger.head()

@@ -8,10 +8,11 @@ import hashlib, json, re
 from collections import Counter
 from dataclasses import replace
 from .loaders import LoadedDocument, Page
+from .chunking import Chunk, chunk_warnings
 
 # %% auto #0
 __all__ = ['MIN_DOCS', 'MIN_SHARE', 'MIN_LONG', 'MIN_RUN', 'block_spans', 'block_key', 'keys_of', 'BlockCounts', 'stored_blocks',
-           'strip_boilerplate']
+           'strip_boilerplate', 'stored_warnings', 'ingest_notes']
 
 # %% ../../nbs/11a_ingest_boilerplate.ipynb #87ea0a48
 _BLANK = re.compile(r"\n[ \t]*\n\s*")
@@ -80,3 +81,26 @@ def strip_boilerplate(doc:LoadedDocument, # a loaded HTML document
         dropped += sum(drop)
         pages.append(Page(p.number, "\n\n".join(p.text[a:b] for (a, b), d in zip(spans, drop) if not d)))
     return replace(doc, pages=pages, meta={**doc.meta, "blocks": keys_of(doc.text), "boilerplate": dropped})
+
+# %% ../../nbs/11a_ingest_boilerplate.ipynb #0d61ffd0
+def stored_warnings(con) -> dict[str, list[str]]:
+    "Each stored document's chunk warnings, by source, from its stored chunks; documents without any left out."
+    docs = {}
+    for source, text, heading, page, end in con.execute(
+            "SELECT d.source, c.text, c.heading, c.page, c.end FROM chunks c JOIN documents d ON d.id = c.document_id "
+            "ORDER BY d.id, c.ord"):
+        chunks, ends = docs.setdefault(source, ([], {}))
+        chunks.append(Chunk(0, text, heading, page, 0, end)); ends[page] = max(ends.get(page, 0), end)
+    out = {s: chunk_warnings(cs, sum(ends.values())) for s, (cs, ends) in docs.items()}
+    return {s: w for s, w in out.items() if w}
+
+def ingest_notes(con, shown:int=3) -> dict:
+    "The ingest lines of `keel status`: documents with warnings (the first `shown` named), repeated blocks dropped."
+    warn, out = stored_warnings(con), {}
+    dropped = [json.loads(m or "{}").get("boilerplate", 0) for (m,) in
+               con.execute("SELECT meta FROM documents WHERE kind = 'html'")]
+    if warn:
+        named = "; ".join(f"{s.rsplit('/', 1)[-1]}: {', '.join(w)}" for s, w in list(warn.items())[:shown])
+        out["warnings"] = f"{len(warn)} document{'s' * (len(warn) != 1)}: {named}" + ("; ..." if len(warn) > shown else "")
+    if sum(dropped): out["boilerplate"] = f"{sum(dropped)} repeated blocks dropped from {sum(map(bool, dropped))} HTML pages"
+    return {"ingest": out} if out else {}

@@ -189,12 +189,12 @@ def chunk_document(doc:LoadedDocument, # a loaded document
 # %% ../../nbs/11_ingest_chunking.ipynb #86ceec50
 MAX_CHUNKS_PER_KB = 5
 
-def chunk_warnings(doc:LoadedDocument, # the loaded document
-                   chunks:list[Chunk], # its chunks
+def chunk_warnings(chunks:list, # a document's chunks (anything with `text` and `heading`)
+                   text_chars:int, # the length of the document's text
                    min_chunk:int=MIN_CHUNK # the floor they were cut with
                   ) -> list[str]:
     "What looks wrong with a document's chunks: many per KB of text, many under the floor, long heading paths."
-    out, n, kb = [], len(chunks), max(len(doc.text), 1) / 1000
+    out, n, kb = [], len(chunks), max(text_chars, 1) / 1000
     if n >= 4 and n / kb > MAX_CHUNKS_PER_KB:
         out.append(f"{n / kb:.1f} chunks per KB of text (expected under {MAX_CHUNKS_PER_KB})")
     if n >= 4 and (small := sum(len(c.text.strip()) < min_chunk for c in chunks)) > n // 4:
