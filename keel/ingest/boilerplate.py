@@ -92,6 +92,8 @@ def stored_warnings(con) -> dict[str, list[str]]:
         chunks, ends = docs.setdefault(source, ([], {}))
         chunks.append(Chunk(0, text, heading, page, 0, end)); ends[page] = max(ends.get(page, 0), end)
     out = {s: chunk_warnings(cs, sum(ends.values())) for s, (cs, ends) in docs.items()}
+    for s, meta in con.execute("SELECT source, meta FROM documents"):     # the loader's own notes, kept at ingest
+        out[s] = list(dict.fromkeys(json.loads(meta or "{}").get("warnings", []) + out.get(s, [])))
     return {s: w for s, w in out.items() if w}
 
 def ingest_notes(con, shown:int=3) -> dict:

@@ -427,7 +427,7 @@ def _hidden(el) -> bool:
 # %% ../../nbs/10_ingest_loaders.ipynb #8e283a7c
 class _HtmlText:
     "Walks an lxml tree and collects Markdown blocks."
-    def __init__(self): self.blocks, self.buf, self.rows, self.pending = [], [], [], ""
+    def __init__(self): self.blocks, self.buf, self.rows, self.pending, self.broken = [], [], [], "", 0
     def flush(self, prefix=""):
         "End the current block; a list item's marker waits in `pending` until its text is flushed."
         text = " ".join("".join(self.buf).split())
@@ -479,6 +479,7 @@ class _HtmlText:
             self.buf.append(c.tail or "")
         short = len(" ".join("".join(self.buf).split())) <= MAX_HEADING
         self.flush("#" * level + " " if short else "")   # a paragraph-long "heading" is body text
+        self.broken += cut < len(kids) or not short
         for c in kids[cut:]: self._child(c)
         self.flush()
     def _child(self, c):
@@ -529,7 +530,8 @@ def _load_html(raw, name, kind, limits=Limits()):
     with _recursion(depth): w.walk(body if body is not None else root); w.flush()
     text = "\n\n".join(w.blocks)
     title = " ".join((title or "").split()) or first_heading(text)
-    return [Page(None, text)], title, {}
+    note = f"{w.broken} heading{'s' * (w.broken != 1)} held body text (a mismatched or unclosed tag), read as body"
+    return [Page(None, text)], title, {"warnings": [note]} if w.broken else {}
 
 # %% ../../nbs/10_ingest_loaders.ipynb #292bb9ea
 _PARSERS = {"pdf": _load_pdf, "docx": _load_docx, "html": _load_html, "markdown": _load_text, "text": _load_text}

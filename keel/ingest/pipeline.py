@@ -268,7 +268,7 @@ def _write(self:Ingestor, doc:LoadedDocument, tags:list[str], res:IngestResult, 
     doc = self._strip(doc)
     res.pii = doc.meta["pii"] = count_pii(doc.text)
     chunks = self._chunks(doc)
-    res.warnings = doc.meta["warnings"] = chunk_warnings(chunks, len(doc.text))
+    res.warnings = doc.meta["warnings"] = doc.meta.get("warnings", []) + chunk_warnings(chunks, len(doc.text))
     res.boilerplate = doc.meta.get("boilerplate", 0)
     flags = [self._verdict(c.text) for c in chunks]
     te = time.perf_counter()

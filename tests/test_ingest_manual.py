@@ -1,0 +1,86 @@
+"""A real manual as a newcomer brings it: ten pages of SQLite's HTML documentation, a site menu on every page and one
+page whose heading tag is mismatched (`<h2>Documentation</h1>`), ingested with `keel ingest` and the real models."""
+import json, shutil, sqlite3
+from pathlib import Path
+import pytest
+
+from keel.ingest.chunking import MIN_CHUNK
+
+PAGES = Path(__file__).resolve().parent / "fixtures" / "sqlite-manual" / "pages"
+QUESTIONS = [   # (question, the page that answers it)
+    ("Does SQLite need to be installed or configured before it is used?", "zeroconf.html"),
+    ("Does SQLite run a separate server process?", "serverless.html"),
+    ("What external libraries or operating system services does SQLite depend on?", "selfcontained.html"),
+    ("Are SQLite transactions atomic even after a power failure?", "transactional.html"),
+    ("How many files does an SQLite database occupy on disk?", "onefile.html"),
+    ("What does the REPLACE command do?", "lang_replace.html"),
+    ("How do I open an in-memory database with the name :memory:?", "inmemorydb.html"),
+    ("What does the AUTOINCREMENT keyword change about how a ROWID is chosen?", "autoinc.html"),
+    ("What is the largest database size SQLite supports?", "about.html"),
+    ("What happens when the largest possible ROWID has already been used?", "autoinc.html"),
+]
+
+
+def _hits_at_3(data: Path) -> list[bool]:
+    "For each question, whether its page is among the top three passages retrieved."
+    from keel.config import load_settings
+    from keel.factory import build_context
+    ctx = build_context(load_settings(data_dir=data))
+    try: return [page in {Path(h.source).name for h in ctx.retriever.retrieve(q, None, k=3)} for q, page in QUESTIONS]
+    finally: ctx.close()
+
+
+@pytest.fixture(scope="module")
+def manual(tmp_path_factory):
+    "The manual ingested twice: as it is, and with the broken page's heading tag corrected; (base, ingest outputs)."
+    from subprocess import run
+    import sys
+    keel = Path(sys.executable).parent / "keel"
+    base = tmp_path_factory.mktemp("manual")
+    shutil.copytree(PAGES, base / "all")
+    shutil.copytree(PAGES, base / "fixed")
+    page = base / "fixed" / "docs.html"
+    broken = '<h2 align="center">Documentation</h1>'
+    assert page.read_text().count(broken) == 1
+    page.write_text(page.read_text().replace(broken, '<h2 align="center">Documentation</h2>'))
+    out = {k: run([str(keel), "--data-dir", str(base / f"data-{k}"), "ingest", str(base / k)], capture_output=True,
+                  text=True, timeout=600) for k in ("all", "fixed")}
+    return base, out
+
+
+def test_broken_heading_and_menus_leave_no_slivers_and_say_so(manual, keel_cmd):
+    base, out = manual
+    r = out["all"]
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    docs_line = next(l for l in lines if l.startswith("added  docs.html"))
+    assert "warning: 1 heading held body text (a mismatched or unclosed tag), read as body" in docs_line, docs_line
+    assert "repeated blocks (navigation, footers) dropped" in lines[-1] and "1 document with warnings" in lines[-1]
+    con = sqlite3.connect(base / "data-all" / "keel.db")
+    rows = con.execute("SELECT d.source, c.text, c.heading FROM chunks c JOIN documents d ON d.id = c.document_id").fetchall()
+    # the broken page is chunked like the others: no chunk under the floor, no heading the length of a page
+    assert all(len(t.strip()) >= MIN_CHUNK for _, t, _ in rows), min(len(t) for _, t, _ in rows)
+    assert max(len(h) for _, _, h in rows) < 200
+    docs_chunks = [t for s, t, _ in rows if s.endswith("docs.html")]
+    assert 10 < len(docs_chunks) < 60
+    # the site menu (Home, Menu, About, Documentation, Download ...) is on every page and in no chunk
+    assert not [t for _, t, _ in rows if "- Home" in t and "- Download" in t]
+    assert not [t for _, t, _ in rows if "Choose any three" in t]
+    meta = [json.loads(m) for (m,) in con.execute("SELECT meta FROM documents")]
+    assert all(m["boilerplate"] >= 10 for m in meta)
+    con.close()
+    st = keel_cmd("--data-dir", base / "data-all", "status")
+    assert st.returncode == 0 and "docs.html: 1 heading held body text" in st.stdout, st.stdout
+    assert "repeated blocks dropped from 10 HTML pages" in st.stdout
+
+
+def test_the_broken_page_chunks_and_retrieves_as_if_its_markup_were_right(manual):
+    base, out = manual
+    assert out["fixed"].returncode == 0 and "warning" not in out["fixed"].stdout, out["fixed"].stdout
+    chunks = lambda k: sqlite3.connect(base / f"data-{k}" / "keel.db").execute(
+        "SELECT c.text, c.heading FROM chunks c JOIN documents d ON d.id = c.document_id "
+        "WHERE d.source LIKE '%docs.html' ORDER BY c.ord").fetchall()
+    assert chunks("all") == chunks("fixed")
+    broken, fixed = _hits_at_3(base / "data-all"), _hits_at_3(base / "data-fixed")
+    assert sum(fixed) >= 7, fixed              # the questions are answerable from their pages
+    assert broken == fixed
