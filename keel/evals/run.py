@@ -25,7 +25,7 @@ from .judge import (Judge, JudgeVerdict, combine_verdicts, second_judge, load_ju
 from .report import build_payload, write_report
 from .grounding import answer_metrics, grounding_agreement
 from .rubrics import RubricPlan, plan_rubrics, rubric_fields, rubric_means, rubric_lines
-from .verdict import check_line
+from .verdict import check_line, check_counts
 from .since import cache_tally, tracked, run_inputs, plan_since, merge, record, cache_summary, run_lines
 
 # %% auto #0
@@ -614,7 +614,11 @@ def gate_lines(res:EvalResult) -> list[str]:
     g, ungated = res.payload["gate"], (res.payload.get("judge") or {}).get("ungated") or {}
     regs = [f"regression: {describe(r)}" for r in res.regressions if r.rule != "floor"]
     if not g["baseline_found"]:
-        return [f"gate: passed (no baseline at {g['baseline_path']})" if res.gate_passed else "gate: FAILED", *regs]
+        gated = tuple(n for n, i in ((res.payload.get("judge") or {}).get("rubrics") or {}).items() if i.get("gated"))
+        failed = len(res.items) - check_counts(res.items, gated)[0]
+        note = f"; {failed} of {len(res.items)} items failed their checks, not gated without one" if failed else ""
+        return [f"gate: passed (no baseline at {g['baseline_path']}{note})" if res.gate_passed else "gate: FAILED",
+                *regs]
     tol = ", ".join(f"{k} {v}" for k, v in g["thresholds"].items() if v is not None and k not in ungated)
     if g.get("significant_only"):
         tol += " (a drop past its tolerance counts only when its 95% interval is wholly worse)"
