@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse, json, os, sys
 from pathlib import Path
 from .errors import KeelError, EXIT_OK, EXIT_FAILED, EXIT_INVALID, printable, one_line
-from .command import EXIT_CODES, print_error
+from .command import EXIT_CODES, print_error, add_settings_options, settings_overrides
 
 # %% auto #0
 __all__ = ['EXIT_CLOSED_PIPE', 'build_parser', 'main', 'cmd_models', 'cmd_status', 'cmd_ask', 'cmd_verify_ledger',
@@ -50,6 +50,7 @@ def _core_commands(sub):
     a.add_argument("--tags", default=None, help="comma-separated access tags (default: anonymous public caller)")
     a.add_argument("--json-schema", type=Path, help="a JSON schema file: answer as JSON data valid against it")
     a.add_argument("--format", choices=["text", "json"], default="text")
+    add_settings_options(a)
     v = sub.add_parser("verify-ledger", help="recompute the ledger's hash chain (exit 1 when broken)")
     v.add_argument("--head", help="a recorded head SEQ:HASH to detect truncation")
     e = sub.add_parser("export-log", help="export the ledger as JSONL")
@@ -88,17 +89,20 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 # %% ../nbs/90_cli.ipynb #a60f62c1
-def _settings(args):
+def _settings(args, **overrides):
+    "The settings of this call: the environment, `--data-dir` and a command's own overrides (`settings_overrides`)."
     from keel.config import get_settings, load_settings
-    return load_settings(data_dir=Path(args.data_dir)) if args.data_dir else get_settings()
+    if args.data_dir: overrides["data_dir"] = Path(args.data_dir)
+    return load_settings(**overrides) if overrides else get_settings()
 
 def _make_ctx(args):
-    "A function that builds the context for these arguments once, on demand."
+    "A function that builds the context for these arguments once, on demand, with a command's settings overrides."
     box = {}
-    def make():
+    def make(**overrides):
         if "ctx" not in box:
             from keel.factory import build_context
-            box["ctx"] = build_context(_settings(args))
+            box["ctx"] = build_context(_settings(args, **overrides))
+        elif overrides: raise RuntimeError("the context was already built without these settings overrides")
         return box["ctx"]
     make.box = box
     return make
@@ -189,7 +193,7 @@ def cmd_ask(args, make) -> int:
             raise InputError(f"cannot read JSON schema {args.json_schema}: {e}",
                              fix="pass a readable JSON schema file") from None
     tags = None if args.tags is None else [t.strip() for t in args.tags.split(",") if t.strip()]
-    ans = make().answer_engine.answer(args.question, User(args.user, tags), json_schema=schema)
+    ans = make(**settings_overrides(args)).answer_engine.answer(args.question, User(args.user, tags), json_schema=schema)
     if args.format == "json": print(json.dumps(ans.to_dict(), indent=2, default=str))
     else: print(format_answer(ans))
     return EXIT_FAILED if ans.error else EXIT_OK

@@ -10,7 +10,8 @@ from fastcore.basics import patch_to
 from .errors import KeelError, EXIT_OK, EXIT_INVALID, one_line
 
 # %% auto #0
-__all__ = ['EXIT_CODES', 'command_parser', 'print_error', 'run_command', 'progress_mode', 'Progress', 'with_progress']
+__all__ = ['EXIT_CODES', 'ANSWER_MODES', 'command_parser', 'print_error', 'run_command', 'add_settings_options',
+           'settings_overrides', 'progress_mode', 'Progress', 'with_progress']
 
 # %% ../nbs/00a_command.ipynb #9a6c0b27
 EXIT_CODES = ("exit codes: 0 ok, 1 check failed, 2 invalid input, 3 model unavailable, 4 air-gap refusal, 5 unreadable "
@@ -37,6 +38,19 @@ def run_command(parser:argparse.ArgumentParser, # the subcommand's arguments
     except SystemExit as e: return EXIT_OK if e.code in (0, None) else EXIT_INVALID
     try: return int(body(args) or EXIT_OK)
     except KeelError as e: return print_error(e)
+
+# %% ../nbs/00a_command.ipynb #ad8a9fa6
+ANSWER_MODES = ("generative", "extractive")
+
+def add_settings_options(p:argparse.ArgumentParser) -> argparse.ArgumentParser:
+    "Add the per-call settings options (`--answer-mode`) to a command's parser."
+    p.add_argument("--answer-mode", choices=ANSWER_MODES,
+                   help="answer with the model (generative) or quote passages (extractive); default KEEL_ANSWER_MODE")
+    return p
+
+def settings_overrides(a:argparse.Namespace) -> dict:
+    "The settings the parsed options override, as keyword arguments for `make_ctx`."
+    return {k: getattr(a, k) for k in ("answer_mode",) if getattr(a, k, None) is not None}
 
 # %% ../nbs/00a_command.ipynb #0f59b33f
 import time

@@ -84,3 +84,15 @@ def test_the_broken_page_chunks_and_retrieves_as_if_its_markup_were_right(manual
     broken, fixed = _hits_at_3(base / "data-all"), _hits_at_3(base / "data-fixed")
     assert sum(fixed) >= 7, fixed              # the questions are answerable from their pages
     assert broken == fixed
+
+
+def test_answer_mode_is_an_option_of_the_call(manual, keel_cmd):
+    base, _ = manual
+    r = keel_cmd("--data-dir", base / "data-all", "ask", "Does SQLite run a separate server process?",
+                 "--answer-mode", "extractive", "--format", "json", env={"KEEL_ANSWER_MODE": "generative"})
+    assert r.returncode == 0, r.stderr
+    ans = json.loads(r.stdout)
+    assert ans["kind"] in ("answer", "evidence") and "server process" in json.dumps(ans), ans   # no model was loaded
+    bad = keel_cmd("--data-dir", base / "data-all", "ask", "q", "--answer-mode", "fast")
+    assert bad.returncode == 2 and "invalid choice: 'fast'" in bad.stderr
+    assert "--answer-mode" in keel_cmd("eval", "run", "--help").stdout

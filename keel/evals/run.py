@@ -8,7 +8,7 @@ import copy, dataclasses, datetime as dt, hashlib, json, random, statistics, sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from ..errors import InputError, KeelError, ModelError, AirgapViolation, EXIT_OK, EXIT_FAILED
-from ..command import command_parser, run_command, Progress, with_progress
+from ..command import command_parser, run_command, Progress, with_progress, add_settings_options, settings_overrides
 from ..executor import Task, Workers, is_remote
 from ..providers.base import allowed, ChunkHit
 from ..answer.types import User, Answer, Citation, KINDS
@@ -553,7 +553,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--no-cache", action="store_true",
                    help="ask the model every time, never the model-call cache (KEEL_CACHE=off does so everywhere)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    return p
+    return add_settings_options(p)
 
 # %% ../../nbs/55_evals_run.ipynb #593169f5
 def _thresholds(specs:list[str]) -> dict:
@@ -645,7 +645,7 @@ def print_result(res:EvalResult):
 def _run(a, make_ctx) -> int:
     th = _thresholds(a.threshold)
     golden = read_golden_set(a.golden)        # read once; invalid input fails before any model is loaded
-    ctx = make_ctx()
+    ctx = make_ctx(**settings_overrides(a))
     if a.no_cache: ctx.no_cache()
     res = run_eval(ctx, golden, a.report_dir, judge=not a.no_judge, baseline_path=a.baseline, thresholds=th,
                    progress=not a.quiet, checkpoint=a.checkpoint, since=a.since, significant_only=a.significant_only)
