@@ -374,7 +374,7 @@ def status(ctx:AppContext, load_models:bool=True) -> dict:
     from keel.ingest.boilerplate import ingest_notes
     out.update(ingest_notes(con))        # documents whose chunks look wrong, navigation dropped
     from keel.retrieval.answerability import calibration_status
-    out["answerability"] = calibration_status(s, getattr(ctx.embeddings, "name", None), db.fingerprint(con))
+    out["answerability"] = calibration_status(s, getattr(ctx.embeddings, "name", None), db.fingerprint(con), con)
     head = ctx.ledger.head()
     out["ledger"] = dict(head=f"{head[0]}:{head[1]}", intact=ctx.ledger.verify().ok)
     return out

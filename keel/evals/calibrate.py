@@ -14,7 +14,7 @@ from ..providers.base import allowed
 from ..stats import roc_auc
 from ..retrieval.answerability import (Answerability, Calibration, DEFAULT_CALIBRATION, operating_point, error_rates,
                                           save_calibration, fit_calibration, evidence_ceiling, refusal_point,
-                                          outcome_rates)
+                                          outcome_rates, chunk_hashes)
 from .core import document_matches
 from .golden import GoldenItem, GoldenSet, read_golden_set, load_golden, golden_digest
 from types import SimpleNamespace as NS
@@ -145,7 +145,8 @@ def calibrate(ctx, # an AppContext (con, retriever, ledger, settings)
     cal = Calibration(**{**base.to_dict(), "threshold": op["threshold"], "target_false_answer": target,
                          "evidence_threshold": op["evidence_threshold"], "target_false_refusal": tr,
                          "source": "corpus", "embedding_model": scorer.embedding_model,
-                         "corpus_fingerprint": fingerprint(ctx.con), "measured": measured,
+                         "corpus_fingerprint": fingerprint(ctx.con), "corpus_chunks": chunk_hashes(ctx.con),
+                         "measured": measured,
                          "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")})
     path = save_calibration(cal, ctx.settings.data_dir)
     seq = ctx.ledger.append("calibration", uuid.uuid4().hex, dict(

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/13d_retrieval_answerability.ipynb #a0378333
 from __future__ import annotations
-import datetime as dt, json, math, re, threading
+import datetime as dt, hashlib, json, math, re, threading
 from collections import Counter
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
@@ -17,12 +17,13 @@ from .bm25 import BM25Index, query_terms, STOPWORDS, K1, fts_idf
 from ..providers.base import ChunkHit, effective_tags
 
 # %% auto #0
-__all__ = ['FEATURES', 'PRIOR_CHUNKS', 'BACKGROUND_DF', 'BACKGROUND_COSINE', 'CALIBRATION_FILE', 'DEFAULT_CALIBRATION',
-           'smoothed_df', 'term_profile', 'term_presence', 'names_and_numbers', 'names_found', 'CorpusStats',
-           'smoothed_bm25', 'features', 'fit_logistic', 'error_rates', 'operating_point', 'refusal_point',
-           'outcome_rates', 'evidence_ceiling', 'Calibration', 'fit_calibration', 'CalibrationError',
-           'calibration_path', 'save_calibration', 'check_calibration', 'load_calibration', 'Assessment',
-           'Answerability', 'gate_thresholds', 'resolve_calibration', 'calibration_status']
+__all__ = ['FEATURES', 'PRIOR_CHUNKS', 'BACKGROUND_DF', 'BACKGROUND_COSINE', 'CALIBRATION_FILE', 'STALE_CHANGE',
+           'DEFAULT_CALIBRATION', 'smoothed_df', 'term_profile', 'term_presence', 'names_and_numbers', 'names_found',
+           'CorpusStats', 'smoothed_bm25', 'features', 'fit_logistic', 'error_rates', 'operating_point',
+           'refusal_point', 'outcome_rates', 'evidence_ceiling', 'Calibration', 'fit_calibration', 'CalibrationError',
+           'calibration_path', 'save_calibration', 'chunk_hashes', 'corpus_change', 'check_calibration',
+           'load_calibration', 'Assessment', 'Answerability', 'gate_thresholds', 'resolve_calibration',
+           'calibration_status']
 
 # %% ../../nbs/13d_retrieval_answerability.ipynb #d94f722d
 FEATURES = ("cosine", "cosine_z", "cosine_gap", "bm25", "bm25_term", "idf_coverage", "idf_coverage_k", "rare_coverage",
@@ -257,6 +258,7 @@ class Calibration:
     # evidence (the closest passages) at or above this probability, refusal below; None: no evidence band
     evidence_threshold: float|None = None
     target_false_refusal: float = 0.10  # the share of answerable questions the evidence threshold may refuse
+    corpus_chunks: list|None = None     # short hashes of the corpus' chunk texts then (`chunk_hashes`); None: not kept
 
     def probability(self, feats:dict) -> float:
         "The probability that the retrieved passages answer the question."
@@ -324,21 +326,40 @@ def save_calibration(cal:Calibration, data_dir) -> Path:
     with atomic_path(p) as tmp: tmp.write_text(json.dumps(cal.to_dict(), indent=1), encoding="utf-8")
     return p
 
+# %% ../../nbs/13d_retrieval_answerability.ipynb #92ff2c7d
+STALE_CHANGE = 0.10   # the share of the corpus' chunks that may change before a calibration is stale
+
+def chunk_hashes(con) -> list[str]:
+    "Short hashes of every stored chunk's text, sorted: what a calibration remembers of its corpus."
+    return sorted({hashlib.sha1(t.encode()).hexdigest()[:12] for (t,) in con.execute("SELECT text FROM chunks")})
+
+def corpus_change(cal:Calibration, con) -> float|None:
+    "The share of chunks that differ between the corpus `cal` was measured on and this one; None when unknown."
+    if cal.corpus_chunks is None: return None
+    old, new = set(cal.corpus_chunks), set(chunk_hashes(con))
+    return 1 - len(old & new) / max(len(old | new), 1)
+
 # %% ../../nbs/13d_retrieval_answerability.ipynb #9b749ce3
 def check_calibration(cal:Calibration, embedding_model:str|None, corpus_fingerprint:str|None,
-                      where:str="the calibration") -> Calibration:
+                      where:str="the calibration", con=None # the corpus, to measure a change against `corpus_chunks`
+                     ) -> Calibration:
     "`cal` when it was made for this embedding model and corpus state, else `CalibrationError` saying to recalibrate."
     fix = "recalibrate on the corpus as it is now: keel calibrate [GOLDEN]"
     if cal.embedding_model and embedding_model and cal.embedding_model != embedding_model:
         raise CalibrationError(f"{where} was made with the embedding model {cal.embedding_model}, but this deployment "
                                f"uses {embedding_model}", fix=fix)
     if cal.corpus_fingerprint is not None and cal.corpus_fingerprint != corpus_fingerprint:
+        change = corpus_change(cal, con) if con is not None else None
+        if change is not None and change <= STALE_CHANGE: return cal
+        moved = (f"{change:.0%} of its chunks changed, more than {STALE_CHANGE:.0%}" if change is not None
+                 else "documents were added, removed, re-tagged or released since")
         raise CalibrationError(f"{where} was made for corpus fingerprint {cal.corpus_fingerprint}, but the corpus is "
-                               f"now {corpus_fingerprint} "
-                               "(documents were added, removed, re-tagged or released since)", fix=fix)
+                               f"now {corpus_fingerprint} ({moved})", fix=fix)
     return cal
 
-def load_calibration(data_dir, embedding_model:str|None, corpus_fingerprint:str|None) -> Calibration|None:
+def load_calibration(data_dir, embedding_model:str|None, corpus_fingerprint:str|None,
+                     con=None # the corpus: a small change since the calibration keeps it (`STALE_CHANGE`)
+                    ) -> Calibration|None:
     "The data directory's calibration when it belongs to this corpus; None when absent; else `CalibrationError`."
     p = calibration_path(data_dir)
     if not p.exists(): return None
@@ -346,7 +367,7 @@ def load_calibration(data_dir, embedding_model:str|None, corpus_fingerprint:str|
     except (OSError, ValueError, TypeError) as e:
         raise CalibrationError(f"cannot read the calibration {p}: {e}",
                                fix="delete it and run keel calibrate again") from None
-    return check_calibration(cal, embedding_model, corpus_fingerprint, f"the calibration {p}")
+    return check_calibration(cal, embedding_model, corpus_fingerprint, f"the calibration {p}", con)
 
 # %% ../../nbs/13d_retrieval_answerability.ipynb #3745a322
 @dataclass
@@ -411,7 +432,7 @@ def calibration(self:Answerability) -> tuple[Calibration, str|None]:
     p = calibration_path(dd) if dd else None
     key = (fingerprint(self.retriever.con), p.stat().st_mtime_ns if p and p.exists() else None)
     if self._cal is None or self._cal[0] != key:
-        self._cal = (key, *resolve_calibration(dd, self.embedding_model, key[0]))
+        self._cal = (key, *resolve_calibration(dd, self.embedding_model, key[0], self.retriever.con))
     return self._cal[1], self._cal[2]
 
 # %% ../../nbs/13d_retrieval_answerability.ipynb #ff731f22
@@ -433,19 +454,19 @@ def assess(self:Answerability, query:str, # the question
 
 # %% ../../nbs/13d_retrieval_answerability.ipynb #86009cc9
 def resolve_calibration(data_dir, embedding_model:str|None,
-                        corpus_fingerprint:str|None) -> tuple[Calibration, str|None]:
+                        corpus_fingerprint:str|None, con=None) -> tuple[Calibration, str|None]:
     "The stored calibration when it belongs to this corpus, else the shipped default and why the stored one was not."
     try:
-        return (load_calibration(data_dir, embedding_model, corpus_fingerprint)
+        return (load_calibration(data_dir, embedding_model, corpus_fingerprint, con)
                 if data_dir else None) or DEFAULT_CALIBRATION, None
     except CalibrationError as e: return DEFAULT_CALIBRATION, f"stored calibration refused: {e}"
 
 _GUIDE = ('no golden set yet? the guide "Your own documents" (your_own_documents.html in the documentation, '
           'nbs/57c_your_own_documents.ipynb) walks from a folder of documents to a calibrated deployment')
 
-def calibration_status(settings, embedding_model:str|None, corpus_fingerprint:str|None) -> dict:
+def calibration_status(settings, embedding_model:str|None, corpus_fingerprint:str|None, con=None) -> dict:
     "What `keel status` shows about the refusal gate."
-    cal, note = resolve_calibration(getattr(settings, "data_dir", None), embedding_model, corpus_fingerprint)
+    cal, note = resolve_calibration(getattr(settings, "data_dir", None), embedding_model, corpus_fingerprint, con)
     th = getattr(settings, "min_answerability", None)
     out = dict(calibration=cal.describe(),
                threshold=f"{th} (KEEL_MIN_ANSWERABILITY)" if th is not None else round(cal.threshold, 4))
@@ -455,6 +476,9 @@ def calibration_status(settings, embedding_model:str|None, corpus_fingerprint:st
                        else f"{getattr(settings, 'min_evidence', None)} (KEEL_MIN_EVIDENCE)"
                        if getattr(settings, "min_evidence", None) is not None else round(ev, 4))
     if note: out["refused"] = note
+    if cal.source == "corpus" and con is not None and cal.corpus_fingerprint not in (None, corpus_fingerprint):
+        out["corpus"] = (f"{corpus_change(cal, con):.1%} of the chunks changed since it was measured; it applies "
+                         f"until {STALE_CHANGE:.0%} have")
     if cal.source == "default" and embedding_model and cal.embedding_model and embedding_model != cal.embedding_model:
         out["warning"] = f"the default was fitted with {cal.embedding_model}, not {embedding_model}: run keel calibrate"
     elif cal.source == "default": out["advice"] = "calibrate on this corpus with keel calibrate [GOLDEN]"
