@@ -16,7 +16,7 @@ from ..retrieval.answerability import (Answerability, Calibration, DEFAULT_CALIB
                                           save_calibration, fit_calibration, evidence_ceiling, refusal_point,
                                           outcome_rates, chunk_hashes)
 from .core import document_matches
-from .golden import GoldenItem, GoldenSet, read_golden_set, load_golden, golden_digest
+from .golden import GoldenItem, GoldenSet, read_golden_set, load_golden, golden_digest, SPLITS
 from types import SimpleNamespace as NS
 
 # %% auto #0
@@ -49,12 +49,15 @@ def usable_items(con, items:list[GoldenItem]) -> tuple[list[tuple[GoldenItem, li
     return use, why
 
 # %% ../../nbs/55b_evals_calibrate.ipynb #ecc6d16c
-def draft_items(ctx, n:int) -> list[GoldenItem]:
-    "`n` questions the model drafts from the corpus (none when `n` is 0), written to DATA_DIR/calibration-drafts.yaml."
-    if n <= 0: return []
-    from keel.evals.draft import generate_golden
+def draft_items(ctx, n:int) -> tuple[list[GoldenItem], str]:
+    "`n` questions the model drafts from the corpus, written to DATA_DIR/calibration-drafts.yaml; and how that went."
+    if n <= 0: return [], ""
+    from keel.evals.draft import generate_golden, skip_reasons
     out = Path(ctx.settings.data_dir)/"calibration-drafts.yaml"
-    return load_golden(out) if generate_golden(ctx, n, out)["written"] else []
+    r = generate_golden(ctx, n, out, heldout=0)
+    note = (f"--draft {n}: {r['written']} of {r['sampled']} drafts usable"
+            f"{'; skipped' + skip_reasons(r['reasons']) if r['skipped'] else ''} ({out})")
+    return (load_golden(out) if r["written"] else []), note
 
 # %% ../../nbs/55b_evals_calibrate.ipynb #4a231e73
 def calibration_rows(scorer:Answerability, con, usable, progress:bool|None=False) -> list[dict]:
@@ -106,21 +109,27 @@ def calibrate(ctx, # an AppContext (con, retriever, ledger, settings)
               target:float|None=None, # the false-answer rate to stay within; default settings.target_false_answer
               min_items:int=MIN_ITEMS,
               drafts:int=0, # also draft this many questions from the corpus with the model (too few golden items)
+              split:str|None=None, # only the golden items of this split (`tune`); None: all of them
               refit_weights:bool=False, # refit the weights on these items too (cross-validated), not only the threshold
               target_refusal:float|None=None, # answerable questions refused at most (settings.target_false_refusal)
               progress:bool|None=False # None: a bar on a terminal or in a notebook, else plain lines
              ) -> dict:
     "Measure the answerability score on the corpus, choose both thresholds, store the calibration, write a ledger row."
     gs = golden if isinstance(golden, GoldenSet) else read_golden_set(golden)
-    golden_path, items = gs.path, gs.items + draft_items(ctx, drafts)
+    own = [it for it in gs.items if split is None or it.split == split]
+    drafted, note = draft_items(ctx, drafts)
+    golden_path, items = gs.path, own + drafted
     usable, why = usable_items(ctx.con, items)
     if len(usable) < min_items:
         skipped = "; ".join(f"{n} {k}" for k, n in why.items() if n)
-        raise InputError(f"{golden_path}: {len(usable)} usable items, and calibration needs at least {min_items} "
+        where = f"{golden_path} (split {split}: {len(own)} of {len(gs.items)} items)" if split else str(golden_path)
+        refusals = (" (a refused question cannot calibrate: each answerable item is asked again with its sources masked "
+                    "to make the unanswerable case)" if why["expects a refusal"] else "")
+        raise InputError(f"{where}: {len(usable)} usable items, and calibration needs at least {min_items} "
                          f"(answerable items whose expected sources are documents in this "
-                         f"corpus){'; skipped: ' + skipped if skipped else ''}",
-                         fix=f"add answerable items with expected_sources to the golden set until there are "
-                             f"{min_items}, "
+                         f"corpus){'; skipped: ' + skipped + refusals if skipped else ''}{'; ' + note if note else ''}",
+                         fix=f"add {min_items - len(usable)} answerable items with expected_sources to the golden set"
+                             f"{' in split ' + split if split else ''}, "
                              "or let the model draft some from the corpus with --draft N")
     target = ctx.settings.target_false_answer if target is None else target
     tr = ctx.settings.target_false_refusal if target_refusal is None else target_refusal
@@ -131,7 +140,7 @@ def calibrate(ctx, # an AppContext (con, retriever, ledger, settings)
     op["evidence_threshold"] = min(refusal_point(p, y, tr)["threshold"], op["threshold"])
     op["three_way"] = outcome_rates(p, y, op["threshold"], op["evidence_threshold"])
     measured = dict(auc=roc_auc(p, y), n_items=len(usable), n=len(rows), **op, golden=str(golden_path),
-                    golden_digest=golden_digest(items),
+                    golden_digest=golden_digest(items), split=split,
                     default_threshold=error_rates(p, y, DEFAULT_CALIBRATION.threshold), skipped=why,
                     default_three_way=outcome_rates(p, y, DEFAULT_CALIBRATION.threshold,
                                                     DEFAULT_CALIBRATION.evidence_threshold),
@@ -219,6 +228,8 @@ def _parser():
                    help="also draft N questions from the corpus with the model "
                    "(written to DATA_DIR/calibration-drafts.yaml for review) when the golden set has too few usable "
                    "items")
+    p.add_argument("--split", choices=SPLITS,
+                   help="calibrate on this split of the golden set only (e.g. tune, keeping heldout for evaluation)")
     p.add_argument("--refit", action="store_true",
                    help="also refit the answerability weights on these items (cross-validated, "
                    "pulled towards the shipped weights); the threshold then comes from held-out scores")
@@ -230,7 +241,7 @@ def _calibrate(a, make_ctx) -> int:
             raise InputError(f"{name} {v} must be between 0 and 1", fix=f"e.g. {name} 0.1")
     if a.draft < 0: raise InputError("--draft must be 0 or more", fix="e.g. --draft 30")
     golden = read_golden_set(a.golden)      # read once; invalid input fails before any model is loaded
-    print("\n".join(report_lines(calibrate(make_ctx(), golden, a.target, drafts=a.draft, refit_weights=a.refit,
+    print("\n".join(report_lines(calibrate(make_ctx(), golden, a.target, drafts=a.draft, refit_weights=a.refit, split=a.split,
                                            target_refusal=a.target_refusal, progress=None))))
     return EXIT_OK
 
