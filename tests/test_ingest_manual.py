@@ -19,6 +19,35 @@ QUESTIONS = [   # (question, the page that answers it)
     ("What is the largest database size SQLite supports?", "about.html"),
     ("What happens when the largest possible ROWID has already been used?", "autoinc.html"),
 ]
+MORE = [
+    ("Under what licence is the SQLite source code released?", "about.html"),
+    ("What does the AUTOINCREMENT keyword cost in CPU, memory and disk?", "autoinc.html"),
+    ("What is the sqlite_sequence table used for?", "autoinc.html"),
+    ("Can two database connections share one in-memory database with a shared cache?", "inmemorydb.html"),
+    ("What is a temporary database, opened with an empty file name?", "inmemorydb.html"),
+    ("Is REPLACE an alias for INSERT OR REPLACE?", "lang_replace.html"),
+    ("Can an SQLite database file be copied between 32-bit and 64-bit machines?", "onefile.html"),
+    ("Does SQLite need the standard C library to build?", "selfcontained.html"),
+    ("What is the difference between classic serverless and neo-serverless?", "serverless.html"),
+    ("What happens to a transaction if the program crashes in the middle of it?", "transactional.html"),
+]
+OFF_CORPUS = ["What is the capital of Australia?", "How do I configure a PostgreSQL streaming replica?",
+              "Who won the 2010 football world cup?", "What is the boiling point of ethanol?",
+              "How many moons does Mars have?"]
+EXTRACTIVE = {"KEEL_ANSWER_MODE": "extractive"}
+
+
+def _golden(path: Path, answerable) -> Path:
+    "A golden set of the tune split: these answerable questions and the five off-corpus ones."
+    import yaml
+    items = [dict(id=f"a{i}", question=q, user_tags=["public"], expected_answer="-", expected_sources=[page],
+                  split="tune") for i, (q, page) in enumerate(answerable)]
+    items += [dict(id=f"off{i}", question=q, user_tags=["public"], expected_answer="-", category="off_corpus",
+                   expect_refusal=True, split="tune") for i, q in enumerate(OFF_CORPUS)]
+    items += [dict(id="h0", question="What does REPLACE do?", user_tags=["public"], expected_answer="-",
+                   expected_sources=["lang_replace.html"], split="heldout")]
+    path.write_text(yaml.safe_dump({"items": items}))
+    return path
 
 
 def _hits_at_3(data: Path) -> list[bool]:
@@ -96,3 +125,36 @@ def test_answer_mode_is_an_option_of_the_call(manual, keel_cmd):
     bad = keel_cmd("--data-dir", base / "data-all", "ask", "q", "--answer-mode", "fast")
     assert bad.returncode == 2 and "invalid choice: 'fast'" in bad.stderr
     assert "--answer-mode" in keel_cmd("eval", "run", "--help").stdout
+
+
+def test_calibrate_tune_split_says_precisely_why_it_cannot(manual, keel_cmd, tmp_path):
+    base, _ = manual
+    golden = _golden(tmp_path / "golden.yaml", (QUESTIONS + MORE)[:15])
+    r = keel_cmd("--data-dir", base / "data-all", "calibrate", golden, "--split", "tune", env=EXTRACTIVE)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stdout + r.stderr
+    assert "(split tune: 20 of 21 items): 15 usable items, and calibration needs at least 20" in r.stderr, r.stderr
+    assert "skipped: 5 expects a refusal (a refused question cannot calibrate" in r.stderr
+    assert "add 5 answerable items with expected_sources to the golden set in split tune" in r.stderr
+    assert not (base / "data-all" / "calibration.json").exists()
+
+
+def test_calibration_survives_an_edited_figure_not_a_replaced_half(tmp_path, keel_cmd):
+    pages, data = tmp_path / "pages", tmp_path / "data"
+    shutil.copytree(PAGES, pages)
+    assert keel_cmd("--data-dir", data, "ingest", pages, env=EXTRACTIVE).returncode == 0
+    golden = _golden(tmp_path / "golden.yaml", QUESTIONS + MORE)
+    r = keel_cmd("--data-dir", data, "calibrate", golden, "--split", "tune", env=EXTRACTIVE)
+    assert r.returncode == 0 and "calibrated on 20 items" in r.stdout, r.stdout + r.stderr
+    # one figure corrected in one page: the calibration still applies, and status says how much changed
+    about = pages / "about.html"
+    about.write_text(about.read_text().replace("281 terabytes", "280 terabytes"))
+    assert keel_cmd("--data-dir", data, "ingest", about, env=EXTRACTIVE).returncode == 0
+    st = keel_cmd("--data-dir", data, "status", env=EXTRACTIVE).stdout
+    assert "corpus calibration of" in st and "refused" not in st, st
+    assert "of the chunks changed since it was measured; it applies until 10% have" in st, st
+    # half the pages replaced by other text: refused, with the share that changed
+    for p in sorted(pages.glob("*.html"))[:5]:
+        p.write_text(p.read_text().replace("SQLite", "SQLite3"))
+    assert keel_cmd("--data-dir", data, "ingest", pages, env=EXTRACTIVE).returncode == 0
+    st = keel_cmd("--data-dir", data, "status", env=EXTRACTIVE).stdout
+    assert "stored calibration refused" in st and "of its chunks changed, more than 10%" in st, st
