@@ -515,7 +515,8 @@ def run_eval(ctx, # an AppContext (answer_engine, llm, settings, log, con)
     payload = build_payload(ctx, golden_path, digest, rows, summary, regs, baseline, bpath,
                             {**DEFAULT_THRESHOLDS, **(thresholds or {})}, judge_info=judge_info, warnings=warnings,
                             floors=floors_applied)
-    payload.update(inputs=inputs, since=record(plan) if plan else None, cache=cache_summary(ctx, calls))
+    payload.update(inputs=inputs, since=record(plan) if plan else None, cache=cache_summary(ctx, calls),
+                   calibration=inputs["calibration"], corpus=inputs["corpus"])   # what compare sets side by side
     payload["gate"]["significant_only"] = significant_only
     jpath, hpath = write_report(payload, report_dir)
     return EvalResult(summary, rows, hpath, jpath, not regs, regs, payload, warnings)

@@ -17,9 +17,9 @@ from .golden import GoldenItem, GoldenSet, golden_digest
 from ..providers.cache import model_digest
 
 # %% auto #0
-__all__ = ['EVERY_ITEM', 'corpus_documents', 'rubrics_digest', 'run_inputs', 'item_digest', 'cache_tally', 'tracked',
-           'changed_documents', 'reached_by', 'Plan', 'plan_since', 'merge', 'record', 'since_line', 'cache_summary',
-           'run_lines']
+__all__ = ['EVERY_ITEM', 'corpus_documents', 'rubrics_digest', 'run_inputs', 'calibration_record', 'corpus_record', 'item_digest',
+           'cache_tally', 'tracked', 'changed_documents', 'reached_by', 'Plan', 'plan_since', 'merge', 'record',
+           'since_line', 'cache_summary', 'run_lines']
 
 # %% ../../nbs/55d_evals_since.ipynb #f17757d0
 def corpus_documents(con) -> dict:
@@ -40,7 +40,25 @@ def run_inputs(ctx, gs:GoldenSet, judges:list) -> dict:
     return dict(code_digest=code_version()["code_digest"], settings_digest=settings_digest(s),
                 model_digest=model_digest(getattr(ctx, "llm", None)) if uses_model else None,
                 judges=[j.name for j in judges], rubrics=rubrics_digest(gs),
-                documents=corpus_documents(getattr(ctx, "con", None)))
+                documents=(docs := corpus_documents(getattr(ctx, "con", None))), corpus=corpus_record(docs),
+                calibration=calibration_record(ctx))
+
+# %% ../../nbs/55d_evals_since.ipynb #99bbbaab
+def calibration_record(ctx) -> str|None:
+    "The refusal gate's calibration as a run applies it: where it comes from, both thresholds, and its digest."
+    ans = getattr(ctx, "answerability", None)
+    if ans is None or not callable(getattr(ans, "calibration", None)): return None
+    from keel.retrieval.answerability import gate_thresholds
+    cal, _ = ans.calibration()
+    th, ev = gate_thresholds(cal, getattr(ctx, "settings", None))
+    digest = hashlib.sha256(json.dumps(cal.to_dict(), sort_keys=True, default=str).encode()).hexdigest()[:12]
+    where = "shipped default" if cal.source == "default" else f"corpus calibration of {cal.created_at}"
+    return f"{where}: threshold {th:.4f}, evidence {'none' if ev is None else format(ev, '.4f')}, digest {digest}"
+
+def corpus_record(documents:dict) -> str:
+    "The corpus' document set as a run records it: how many documents, and a digest of their checksums."
+    d = hashlib.sha256("\n".join(sorted(v["checksum"] for v in documents.values())).encode()).hexdigest()[:12]
+    return f"{len(documents)} documents, checksums digest {d}"
 
 # %% ../../nbs/55d_evals_since.ipynb #a648bc2f
 def item_digest(item:GoldenItem) -> str:
@@ -135,6 +153,7 @@ def plan_since(ctx, # the run's context (`answer_engine` retrieves again)
     before = (old.get("inputs") or {}).get("documents") or {}
     changed = changed_documents(before, now["documents"])
     plan = Plan(str(report), old.get("stamp", ""), [], {}, {}, changed, every)
+    recal = "calibration" in (old.get("inputs") or {}) and old["inputs"]["calibration"] != now.get("calibration")
     for it in gs.items:
         row = rows.get(it.id)
         why = every or [w for w in [_item_reason(row, it, row and reached_by(row, it, changed, before,
@@ -142,7 +161,7 @@ def plan_since(ctx, # the run's context (`answer_engine` retrieves again)
         score = None
         if not why:
             w, score = _probe(getattr(ctx, "answer_engine", None), it, row)
-            why = [w] if w else []
+            why = ["calibration" if recal and w == "retrieval" else w] if w else []   # the gate, not retrieval
         if why: plan.todo.append(it); plan.reasons[it.id] = why
         else: plan.carried[it.id] = {**row, "answerability": round(score, 4) if score is not None else
                                      row.get("answerability")}
