@@ -143,8 +143,18 @@ def test_calibration_survives_an_edited_figure_not_a_replaced_half(tmp_path, kee
     shutil.copytree(PAGES, pages)
     assert keel_cmd("--data-dir", data, "ingest", pages, env=EXTRACTIVE).returncode == 0
     golden = _golden(tmp_path / "golden.yaml", QUESTIONS + MORE)
+    run = lambda d: keel_cmd("--data-dir", data, "eval", "run", golden, "--no-judge", "--quiet", "--report-dir",
+                             tmp_path / d, "--baseline", tmp_path / "none.json", env=EXTRACTIVE)
+    before = run("before")
+    assert before.returncode == 0, before.stdout + before.stderr
     r = keel_cmd("--data-dir", data, "calibrate", golden, "--split", "tune", env=EXTRACTIVE)
     assert r.returncode == 0 and "calibrated on 20 items" in r.stdout, r.stdout + r.stderr
+    # a run before and a run after calibrating: compare names the thresholds in force, not "nothing differs"
+    assert run("after").returncode == 0
+    c = keel_cmd("eval", "compare", *[next((tmp_path / d).glob("eval-*.json")) for d in ("before", "after")])
+    line = next(l for l in c.stdout.splitlines() if l.strip().startswith("calibration:"))
+    assert "shipped default: threshold 0.6209" in line and "-> corpus calibration of" in line, c.stdout
+    assert "no recorded configuration field differs" not in c.stdout
     # one figure corrected in one page: the calibration still applies, and status says how much changed
     about = pages / "about.html"
     about.write_text(about.read_text().replace("281 terabytes", "280 terabytes"))
