@@ -11,7 +11,7 @@ import numpy as np
 # %% auto #0
 __all__ = ['mean', 'percentile', 'bootstrap_interval', 'paired_differences', 'paired_bootstrap', 'paired_randomisation',
            'binomial_tail', 'mcnemar_exact', 'holm', 'mcnemar_power', 'min_detectable_effect', 'items_needed',
-           'cohen_kappa', 'kappa_interval', 'roc_auc']
+           'cohen_kappa', 'kappa_interval', 'roc_auc', 'mann_whitney']
 
 # %% ../nbs/00b_stats.ipynb #9e6c174e
 def _present(xs) -> list: return [x for x in xs if x is not None]
@@ -183,3 +183,20 @@ def roc_auc(scores:Sequence[float], labels:Sequence[int]) -> float|None:
         m = allv == v
         if m.sum() > 1: ranks[m] = ranks[m].mean()
     return float((ranks[:len(pos)].sum() - len(pos) * (len(pos) + 1) / 2) / (len(pos) * len(neg)))
+
+# %% ../nbs/00b_stats.ipynb #2decba12
+def mann_whitney(a:Sequence[float], # one sample (e.g. a day's scores); None values are skipped
+                 b:Sequence[float] # the other (e.g. the baseline window's)
+                ) -> float|None:
+    "Two-sided p-value of the Mann-Whitney U test, normal approximation with the tie correction; None if undefined."
+    a, b = np.asarray(_present(a), float), np.asarray(_present(b), float)
+    n1, n2 = len(a), len(b)
+    if not n1 or not n2: return None
+    both = np.concatenate([a, b])
+    _, inv, counts = np.unique(both, return_inverse=True, return_counts=True)
+    ranks = (np.cumsum(counts) - (counts - 1) / 2)[inv]          # mid-ranks
+    n = n1 + n2
+    var = n1 * n2 / 12 * ((n + 1) - (counts ** 3 - counts).sum() / (n * (n - 1)))
+    if var <= 0: return None
+    z = (ranks[:n1].sum() - n1 * (n1 + 1) / 2 - n1 * n2 / 2) / math.sqrt(var)
+    return min(1.0, math.erfc(abs(z) / math.sqrt(2)))
