@@ -138,12 +138,12 @@ def merge_small(text:str, # the page's text
                 floor:int, # chunks shorter than this join a neighbour
                 too_long:Callable|None=None # which chunks exceed the embedding model's token limit
                ) -> list[Chunk]:
-    "Chunks shorter than `floor` joined to the previous chunk on the page, else the next, when the pair fits."
+    "Chunks shorter than `floor` joined to the previous chunk of their section (any, for text before the first heading), else the next, when the pair fits."
     out, i = list(cs), 0
     while i < len(out):
         c = out[i]
         for j in ((i - 1, i + 1) if len(c.text.strip()) < floor else ()):
-            if not 0 <= j < len(out): continue
+            if not 0 <= j < len(out) or c.heading not in ("", out[j].heading): continue
             a, b = min(out[j].start, c.start), max(out[j].end, c.end)
             m = Chunk(0, text[a:b], out[j].heading, c.page, a, b)
             if b - a <= size and not (too_long and too_long([m])[0]):
