@@ -16,7 +16,7 @@ from .core import (SourceRef, source_ref, text_list, check_keys, number_value, R
 # %% auto #0
 __all__ = ['SPLITS', 'FIELDS', 'REFUSAL_CATEGORIES', 'RUBRIC_SCALES', 'RUBRIC_FIELDS', 'ROBUSTNESS_GATES', 'GoldenItem',
            'parse_item', 'load_golden', 'golden_digest', 'check_floors', 'Rubric', 'parse_rubric', 'GoldenSet',
-           'read_golden_set']
+           'read_golden_set', 'write_checked_yaml', 'put_golden_item']
 
 # %% ../../nbs/53_evals_golden.ipynb #cb53cbf3
 SPLITS = ("tune", "heldout")
@@ -322,3 +322,25 @@ def read_golden_set(path:Path|str # the golden set YAML
     data = read_yaml(path, "golden set YAML file")
     items = _parse_items(data, path)
     return GoldenSet(Path(path), items, _floors(data, path), _gates(data, path), _rubrics(data, path, items))
+
+# %% ../../nbs/53_evals_golden.ipynb #1e7ef832
+def write_checked_yaml(path:Path, data:dict, # the YAML file to replace, and its new content
+                       check): # called with the temporary file; raises to keep the old file
+    "Replace `path` with `data` as YAML, atomically, after `check(temporary path)` accepts it."
+    import yaml
+    from keel.atomicfile import atomic_path
+    with atomic_path(path) as tmp:
+        tmp.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=120), encoding="utf-8")
+        check(tmp)
+
+def put_golden_item(path:Path|str, # the golden set YAML (created when missing)
+                    item:dict|None, # the item to add or replace (None: only remove `item_id`)
+                    item_id:str|None=None): # the id to remove, when `item` is None
+    "Add, replace or remove one golden item; the file is validated by `load_golden` before it replaces the old one."
+    data = (read_yaml(path, "golden set YAML file") if Path(path).is_file() else {}) or {"version": 1}
+    iid = item["id"] if item else item_id
+    items = [x for x in data.get("items") or [] if x.get("id") != iid] + ([item] if item else [])
+    data = {**data, "items": items}
+    if item: parse_item(item, len(items) - 1)            # a bad edit is an error naming the field, before any write
+    if not items: Path(path).unlink(missing_ok=True); return
+    write_checked_yaml(Path(path), data, load_golden)

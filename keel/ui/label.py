@@ -15,7 +15,7 @@ from ..atomicfile import atomic_path
 from ..yamlfile import read_yaml
 from ..stats import percentile, cohen_kappa, kappa_interval
 from ..retrieval.answerability import Answerability, DEFAULT_CALIBRATION, fit_logistic
-from ..evals.golden import load_golden, parse_item
+from ..evals.golden import load_golden, parse_item, put_golden_item
 from ..evals.calibrate import MIN_ITEMS, usable_items, calibration_rows
 from ..evals.judge import METRICS, load_judge_labels
 from ..evals.rubrics import MIN_RUBRIC_LABELS
@@ -24,8 +24,8 @@ from .base import style, message, esc, html_table, context_problem, ledger_rows,
 # %% auto #0
 __all__ = ['RECALIBRATION_L2', 'CALIBRATION_WIDTH', 'MIN_INTERVAL_ITEMS', 'KAPPA_WIDTH', 'recalibrate', 'expected_labels',
            'expected_threshold', 'calibration_estimate', 'calibration_order', 'calibration_verdict',
-           'judge_uncertainty', 'answers_to_label', 'judge_verdict', 'put_golden_item', 'put_judge_label',
-           'record_label', 'decisions', 'draft_rows', 'draft_passage', 'LabelPanel']
+           'judge_uncertainty', 'answers_to_label', 'judge_verdict', 'put_judge_label', 'record_label', 'decisions',
+           'draft_rows', 'draft_passage', 'LabelPanel']
 
 # %% ../../nbs/96_ui_label.ipynb #d3d1b184
 RECALIBRATION_L2 = 1.0    # how strongly the score-to-label map is pulled towards the identity
@@ -166,18 +166,6 @@ def _write_yaml(path:Path, data:dict, check):
 
 def _read(path:Path, what:str) -> dict:
     return read_yaml(path, what) if Path(path).is_file() else {}
-
-def put_golden_item(path:Path|str, # the golden set YAML (created when missing)
-                    item:dict|None, # the item to add or replace (None: only remove `item_id`)
-                    item_id:str|None=None): # the id to remove, when `item` is None
-    "Add, replace or remove one golden item; the file is validated by `load_golden` before it replaces the old one."
-    data = _read(path, "golden set YAML file") or {"version": 1}
-    iid = item["id"] if item else item_id
-    items = [x for x in data.get("items") or [] if x.get("id") != iid] + ([item] if item else [])
-    data = {**data, "items": items}
-    if item: parse_item(item, len(items) - 1)            # a bad edit is an error naming the field, before any write
-    if not items: Path(path).unlink(missing_ok=True); return
-    _write_yaml(Path(path), data, load_golden)
 
 # %% ../../nbs/96_ui_label.ipynb #0f35a26b
 def put_judge_label(path:Path|str, # the judge-labels YAML (created when missing)
