@@ -49,7 +49,8 @@ def calibration_record(ctx) -> str|None:
     ans = getattr(ctx, "answerability", None)
     if ans is None or not callable(getattr(ans, "calibration", None)): return None
     from keel.retrieval.answerability import gate_thresholds
-    cal, _ = ans.calibration()
+    try: cal, _ = ans.calibration()
+    except Exception as e: return f"unknown ({type(e).__name__}: {e})"   # a retriever that cannot say (a stand-in)
     th, ev = gate_thresholds(cal, getattr(ctx, "settings", None))
     digest = hashlib.sha256(json.dumps(cal.to_dict(), sort_keys=True, default=str).encode()).hexdigest()[:12]
     where = "shipped default" if cal.source == "default" else f"corpus calibration of {cal.created_at}"
