@@ -37,6 +37,9 @@ _DELEGATED = {   # command -> (module, its entry `f(argv, make_ctx) -> int`, hel
     "approvals": ("keel.agent.cli", "cli_approvals",
                   "review and decide pending write calls: list, show, approve, reject"),
     "cache": ("keel.providers.cache", "cli", "the model-call cache in the data directory: keel cache stats|clear"),
+    "review-traffic": ("keel.evals.traffic", "cli", "logged requests most worth a look; --promote one to a golden item"),
+    "feedback": ("keel.evals.traffic", "cli_feedback", "thumbs up or down on an answer: keel feedback REQUEST_ID up|down"),
+    "monitor": ("keel.evals.monitor", "cli", "online figures per day and tag set from the inference log, drift flagged"),
 }
 
 # %% ../nbs/90_cli.ipynb #51cc4f93
@@ -73,7 +76,8 @@ def _quarantine_command(sub):
 def _delegated_commands(p, sub):
     "The commands an engine runs: listed for `--help`, their options left to the engine; `keel eval ...` nested."
     sub.add_parser("ingest", help=_DELEGATED["ingest"][2], add_help=False)
-    for k in ("agent", "approvals", "cache", "calibrate"): sub.add_parser(k, help=_DELEGATED[k][2], add_help=False)
+    for k in [k for k in _DELEGATED if " " not in k and k != "ingest"]:
+        sub.add_parser(k, help=_DELEGATED[k][2], add_help=False)
     evals = [k for k in _DELEGATED if k.startswith("eval ")]
     p.eval_parser = sub.add_parser("eval", help="evaluation harness: " + ", ".join(k[5:] for k in evals))
     evs = p.eval_parser.add_subparsers(dest="eval_command", metavar="EVAL_COMMAND")
