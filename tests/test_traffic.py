@@ -23,7 +23,7 @@ USERS = [User("ana", ("public",)), User("ben", ("public",)), User("hrina", ("hr"
 
 
 def deployment(d:Path):
-    "A data directory with the fixture corpus; its context, and the (question, tags) of golden items it answers (no log written)."
+    "A data directory with the fixture corpus; its context, and (question, tags) of the golden items it answers."
     ctx = build_context(load_settings(env={}, dotenv=None, data_dir=d, answer_mode="extractive"))
     ctx.ingestor.ingest_manifest(MANIFEST, progress=False)
     pool = [(i.question, User("probe", i.user_tags)) for i in load_golden(ROOT / "golden" / "golden.yaml")
