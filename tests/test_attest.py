@@ -140,3 +140,13 @@ def test_disclosed_item_with_a_wrong_path_fails(attested):
     (d / "item-edited.json").write_text(json.dumps(disc))
     failed_once(keel("verify-eval", attested["env"], "--pub", attested["pub"], "--disclosure", d / "item-edited.json"),
                 "disclosure:")
+
+
+def test_statement_matches_its_schema(attested):
+    import jsonschema
+    schema = json.loads((ROOT / "schemas" / "eval-attestation.schema.json").read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    st = json.loads(base64.b64decode(json.loads(attested["env"].read_text())["payload"]))
+    jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker()).validate(st)
+    st["predicate"]["items"]["merkle_root"] = "not hex"
+    with pytest.raises(jsonschema.ValidationError): jsonschema.validate(st, schema)
