@@ -281,6 +281,8 @@ def verify_checks(env_bytes:bytes, # the envelope file's bytes
         for name, ok, line in c:
             yield name, ok, line
             if not ok: return
+    verdict = {True: "passed", False: "failed"}.get(p["gate"].get("passed"), "has no verdict")
+    yield "verdict", True, f"verdict: the signed gate {verdict} over {p['items']['count']} items"
 
 def main(argv):
     import argparse

@@ -57,7 +57,7 @@ def test_round_trip_verifies_with_keel_and_the_stdlib_script(attested):
     r = verify(attested, item=json.loads(attested["report"].read_text())["items"][0]["id"])
     assert r.returncode == 0 and r.stdout.splitlines()[-1] == "verified", r.stdout + r.stderr
     assert [l.split()[1] for l in r.stdout.splitlines()[:-1]] == ["signature:", "registration:", "report:", "item:",
-                                                                   "golden:", "gate:", "ledger:"]
+                                                                   "golden:", "gate:", "ledger:", "verdict:"]
     s = subprocess.run([sys.executable, "-I", "-S", VERIFIER, attested["env"], "--pub", attested["pub"],
                         *_all(attested)], capture_output=True, text=True)
     assert s.returncode == 0 and s.stdout.splitlines() == r.stdout.splitlines()[:3] + r.stdout.splitlines()[4:], s.stdout + s.stderr
