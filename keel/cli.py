@@ -37,13 +37,19 @@ _DELEGATED = {   # command -> (module, its entry `f(argv, make_ctx) -> int`, hel
     "approvals": ("keel.agent.cli", "cli_approvals",
                   "review and decide pending write calls: list, show, approve, reject"),
     "cache": ("keel.providers.cache", "cli", "the model-call cache in the data directory: keel cache stats|clear"),
-    "eval preregister": ("keel.evals.attest", "cli_preregister", "record the golden set and gate in the ledger before a run"),
-    "eval attest": ("keel.evals.attest", "cli_attest", "sign a golden run (in-toto statement, DSSE, Ed25519) and anchor it in the ledger"),
-    "verify-eval": ("keel.evals.attest", "cli_verify", "verify a signed evaluation result offline: keel verify-eval ENVELOPE --pub KEY"),
+    "eval preregister": ("keel.evals.attest", "cli_preregister",
+                         "record the golden set and gate in the ledger before a run"),
+    "eval attest": ("keel.evals.attest", "cli_attest",
+                    "sign a golden run (in-toto statement, DSSE, Ed25519) and anchor it in the ledger"),
+    "verify-eval": ("keel.evals.attest", "cli_verify",
+                    "verify a signed evaluation result offline: keel verify-eval ENVELOPE --pub KEY"),
     "keys": ("keel.evals.attest", "cli_keys", "signing keys for evaluation results: keel keys new"),
-    "review-traffic": ("keel.evals.traffic", "cli", "logged requests most worth a look; --promote one to a golden item"),
-    "feedback": ("keel.evals.traffic", "cli_feedback", "thumbs up or down on an answer: keel feedback REQUEST_ID up|down"),
-    "monitor": ("keel.evals.monitor", "cli", "online figures per day and tag set from the inference log, drift flagged"),
+    "review-traffic": ("keel.evals.traffic", "cli",
+                       "logged requests most worth a look; --promote one to a golden item"),
+    "feedback": ("keel.evals.traffic", "cli_feedback",
+                 "thumbs up or down on an answer: keel feedback REQUEST_ID up|down"),
+    "monitor": ("keel.evals.monitor", "cli",
+                "online figures per day and tag set from the inference log, drift flagged"),
 }
 
 # %% ../nbs/90_cli.ipynb #51cc4f93
@@ -201,7 +207,8 @@ def cmd_ask(args, make) -> int:
             raise InputError(f"cannot read JSON schema {args.json_schema}: {e}",
                              fix="pass a readable JSON schema file") from None
     tags = None if args.tags is None else [t.strip() for t in args.tags.split(",") if t.strip()]
-    ans = make(**settings_overrides(args)).answer_engine.answer(args.question, User(args.user, tags), json_schema=schema)
+    ans = make(**settings_overrides(args)).answer_engine.answer(
+        args.question, User(args.user, tags), json_schema=schema)
     if args.format == "json": print(json.dumps(ans.to_dict(), indent=2, default=str))
     else: print(format_answer(ans))
     return EXIT_FAILED if ans.error else EXIT_OK

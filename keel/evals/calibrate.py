@@ -123,8 +123,8 @@ def calibrate(ctx, # an AppContext (con, retriever, ledger, settings)
     if len(usable) < min_items:
         skipped = "; ".join(f"{n} {k}" for k, n in why.items() if n)
         where = f"{golden_path} (split {split}: {len(own)} of {len(gs.items)} items)" if split else str(golden_path)
-        refusals = (" (a refused question cannot calibrate: each answerable item is asked again with its sources masked "
-                    "to make the unanswerable case)" if why["expects a refusal"] else "")
+        refusals = (" (a refused question cannot calibrate: each answerable item is asked again with its sources "
+                    "masked to make the unanswerable case)" if why["expects a refusal"] else "")
         raise InputError(f"{where}: {len(usable)} usable items, and calibration needs at least {min_items} "
                          f"(answerable items whose expected sources are documents in this "
                          f"corpus){'; skipped: ' + skipped + refusals if skipped else ''}{'; ' + note if note else ''}",
@@ -241,8 +241,8 @@ def _calibrate(a, make_ctx) -> int:
             raise InputError(f"{name} {v} must be between 0 and 1", fix=f"e.g. {name} 0.1")
     if a.draft < 0: raise InputError("--draft must be 0 or more", fix="e.g. --draft 30")
     golden = read_golden_set(a.golden)      # read once; invalid input fails before any model is loaded
-    print("\n".join(report_lines(calibrate(make_ctx(), golden, a.target, drafts=a.draft, refit_weights=a.refit, split=a.split,
-                                           target_refusal=a.target_refusal, progress=None))))
+    print("\n".join(report_lines(calibrate(make_ctx(), golden, a.target, drafts=a.draft, refit_weights=a.refit,
+                                           split=a.split, target_refusal=a.target_refusal, progress=None))))
     return EXIT_OK
 
 def cli(argv:list[str], # arguments after `keel calibrate`

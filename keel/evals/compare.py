@@ -117,8 +117,8 @@ ROBUSTNESS_OUTCOMES = (
 # %% ../../nbs/56a_evals_compare.ipynb #0b0ffe32
 _CODE = ("keel_version", "code_digest", "keel_commit")
 RUN = Kind("keel-eval-run", "keel eval run", "items", ("id",), "question", ("category", "split"),
-           ("answer_mode", "calibration", "corpus", "model", "model_digest", "prompt_style", "profile", "settings_digest",
-            "judge", *_CODE),
+           ("answer_mode", "calibration", "corpus", "model", "model_digest", "prompt_style", "profile",
+            "settings_digest", "judge", *_CODE),
            RUN_OUTCOMES, "golden_digest")
 AGENT = Kind("keel-eval-agent", "keel eval agent", "items", ("id",), "task", ("category", "split"),
              ("model", "model_digest", "backend", "prompt_style", "tool_mode", "max_steps", "policy", "split",

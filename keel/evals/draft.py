@@ -62,10 +62,12 @@ def _sample(con, n:int, rng:random.Random) -> list:
     if not rows:
         raise InputError("no unquarantined chunks to draft questions from", fix="ingest documents first (keel ingest)")
     words = {r["id"]: len(re.findall(r"[^\W\d_]{2,}", r["text"])) for r in rows}
-    good, fair = ([r for r in rows if lo <= words[r["id"]] < hi] for lo, hi in ((GOOD_WORDS, 1e9), (MIN_WORDS, GOOD_WORDS)))
+    good, fair = ([r for r in rows if lo <= words[r["id"]] < hi]
+                  for lo, hi in ((GOOD_WORDS, 1e9), (MIN_WORDS, GOOD_WORDS)))
     if not good + fair:
         raise InputError(f"no unquarantined chunk of at least {MIN_WORDS} words to draft questions from "
-                         f"(all {len(rows)} are shorter)", fix="check the documents' chunks with keel status; re-ingest broken pages")
+                         f"(all {len(rows)} are shorter)",
+                         fix="check the documents' chunks with keel status; re-ingest broken pages")
     first = rng.sample(good, min(n, len(good)))
     return first + rng.sample(fair, min(n - len(first), len(fair)))
 
@@ -93,8 +95,8 @@ def generate_golden(ctx, # an AppContext (con, llm)
         items.append(_item(r, d, "heldout" if rng.random() < heldout else "tune"))
     skipped = sum(why.values())
     out = Path(out_path); out.parent.mkdir(parents=True, exist_ok=True)
-    head = (f"# DRAFT golden items written by generate_golden (seed {seed}); {skipped} drafts skipped{skip_reasons(why)}. Read "
-            f"and fix "
+    head = (f"# DRAFT golden items written by generate_golden (seed {seed}); {skipped} drafts "
+            f"skipped{skip_reasons(why)}. Read and fix "
             f"every item before use.\n")
     out.write_text(head + yaml.safe_dump({"version": 1, "items": items}, sort_keys=False, allow_unicode=True),
                    encoding="utf-8")
@@ -116,8 +118,8 @@ def _draft(a, make_ctx) -> int:
     if a.n < 1 or not 0 <= a.heldout <= 1:
         raise InputError("--n must be at least 1 and --heldout in 0..1", fix="e.g. --n 20 --heldout 0.3")
     r = generate_golden(make_ctx(), a.n, a.out, a.seed, a.heldout)
-    print(f"wrote {r['written']} draft item(s) to {r['path']} ({r['skipped']} skipped{skip_reasons(r['reasons'])}); read and fix every item before "
-          f"use")
+    print(f"wrote {r['written']} draft item(s) to {r['path']} ({r['skipped']} skipped{skip_reasons(r['reasons'])}); "
+          f"read and fix every item before use")
     return EXIT_OK if r["written"] else EXIT_FAILED
 
 # %% ../../nbs/55a_evals_draft.ipynb #0c0c98db

@@ -138,7 +138,7 @@ def merge_small(text:str, # the page's text
                 floor:int, # chunks shorter than this join a neighbour
                 too_long:Callable|None=None # which chunks exceed the embedding model's token limit
                ) -> list[Chunk]:
-    "Chunks shorter than `floor` joined to the previous chunk of their section (any, for text before the first heading), else the next, when the pair fits."
+    "Chunks under `floor` joined to the previous chunk of their section (any before a heading), else the next."
     out, i = list(cs), 0
     while i < len(out):
         c = out[i]
