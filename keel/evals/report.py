@@ -12,8 +12,8 @@ from .core import RATES, COUNTS, COSTS, DEFAULT_THRESHOLDS, item_value, settings
 
 # %% auto #0
 __all__ = ['SCHEMA_VERSION', 'METHODOLOGY', 'GROUPS', 'CSS', 'TREND_METRICS', 'build_payload', 'write_run_files', 'write_report',
-           'metric_groups', 'report_page', 'esc', 'fmt', 'render_report', 'mean_interval', 'scorecard', 'runs_frame',
-           'trend_figure']
+           'metric_groups', 'report_page', 'esc', 'fmt', 'cost_line', 'render_report', 'mean_interval', 'scorecard',
+           'runs_frame', 'trend_figure']
 
 # %% ../../nbs/56_evals_report.ipynb #bc0b6cff
 SCHEMA_VERSION = 1
@@ -346,9 +346,17 @@ def _item(r:dict) -> str:
                esc(fmt(r["latency_ms"])))
 
 # %% ../../nbs/56_evals_report.ipynb #06051d83
+def cost_line(cost:dict|None) -> str|None:
+    "One line of what a run cost, or None for a report written before costs were recorded."
+    if not cost: return None
+    return (f'cost: {cost["prompt_tokens"]} prompt + {cost["output_tokens"]} output tokens, '
+            f'{cost["model_seconds"]:.1f} s in the model, {cost["judge_seconds"]:.1f} s judging, '
+            f'{cost["item_seconds"]:.1f} s in all ({cost["seconds_per_item"] or 0:.2f} s per item)')
+
 def _produced(s:dict) -> str:
     pb = s.get("produced_by") or {}
-    return "<p>How answers were produced: " + esc(", ".join(f"{k} {v}" for k, v in pb.items())) + "</p>" if pb else ""
+    out = "<p>How answers were produced: " + esc(", ".join(f"{k} {v}" for k, v in pb.items())) + "</p>" if pb else ""
+    return out + (f"<p>{esc(cost_line(s.get('cost')))}</p>" if s.get("cost") else "")
 
 # %% ../../nbs/56_evals_report.ipynb #443f27fe
 def _header(p:dict) -> str:

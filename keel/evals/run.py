@@ -22,7 +22,7 @@ from .checkpoint import Checkpoint, code_version
 from .golden import GoldenItem, GoldenSet, read_golden_set, REFUSAL_CATEGORIES
 from .judge import (Judge, JudgeVerdict, combine_verdicts, second_judge, load_judge_labels, judge_agreement,
                               METRICS, JUDGE_INSTRUCTIONS)
-from .report import build_payload, write_report
+from .report import build_payload, write_report, cost_line
 from .grounding import answer_metrics, grounding_agreement
 from .rubrics import RubricPlan, plan_rubrics, rubric_fields, rubric_means, rubric_lines
 from .verdict import check_line, check_counts
@@ -30,7 +30,7 @@ from .since import cache_tally, tracked, run_inputs, plan_since, merge, record, 
 
 # %% auto #0
 __all__ = ['LOWER_IS_BETTER', 'HEADLINE', 'score_retrieval', 'find_strings', 'ChunkAccess', 'leaks_of', 'invalid_citations',
-           'outcome_of', 'kind_fields', 'check_item', 'judge_item', 'metrics_of', 'by_category', 'summarise',
+           'outcome_of', 'kind_fields', 'check_item', 'judge_item', 'metrics_of', 'by_category', 'cost_of', 'summarise',
            'run_gate', 'compare', 'metric_value', 'apply_floors', 'judge_trust', 'unreliable_metrics', 'EvalResult',
            'chunk_tags', 'ground_item', 'item_row', 'log_scores', 'ask_item', 'overfit_warning', 'category_warnings',
            'make_judges', 'run_judges', 'run_grounding', 'EvalItemTask', 'eval_items', 'run_checkpoint', 'ask_items',
@@ -174,6 +174,14 @@ def by_category(rows:list[dict]) -> dict:
     return out
 
 # %% ../../nbs/55_evals_run.ipynb #60e5a858
+def cost_of(rows:list[dict]) -> dict:
+    "What the items cost: tokens, seconds inside the answering model, seconds judging, seconds in all, and per item."
+    tot = lambda k: sum(float(r.get(k) or 0) for r in rows)
+    s = dict(prompt_tokens=int(tot("prompt_tokens")), output_tokens=int(tot("output_tokens")),
+             model_seconds=round(tot("model_ms") / 1000, 3), judge_seconds=round(tot("judge_ms") / 1000, 3),
+             item_seconds=round(tot("item_ms") / 1000, 3))
+    return {**s, "seconds_per_item": round(s["item_seconds"] / len(rows), 3) if rows else None}
+
 def summarise(rows:list[dict]) -> dict:
     "Aggregates overall, per split, per refusal category and per user-tag set, with item counts."
     by_tags = {}
@@ -190,7 +198,7 @@ def summarise(rows:list[dict]) -> dict:
     for r in rows: kinds[kind_of(r)] += 1
     return dict(n=len(rows), n_by_split={s: sum(r["split"] == s for r in rows) for s in ("tune", "heldout")},
                 metrics=metrics_of(rows), by_split=splits, by_category=by_category(rows), by_tags=tag_view,
-                produced_by=dict(sorted(produced.items())), kinds=kinds)
+                produced_by=dict(sorted(produced.items())), kinds=kinds, cost=cost_of(rows))
 
 # %% ../../nbs/55_evals_run.ipynb #fc78627d
 def run_gate(thresholds:dict|None=None, # metric -> tolerated drop, over DEFAULT_THRESHOLDS
@@ -321,6 +329,7 @@ def item_row(item:GoldenItem, ans:Answer) -> dict:
                 must_not_include=list(item.must_not_include), answer=ans.text, refused=ans.refused, error=ans.error,
                 retrieved=hits, citations=cites, latency_ms=float(ans.latency_ms),
                 prompt_tokens=int(ans.prompt_tokens), output_tokens=int(ans.output_tokens),
+                model_ms=round(sum(ans.timings.get(k, 0.0) for k in ("prompt_ms", "generation_ms")), 3),
                 request_id=ans.request_id, model=ans.model, mode=ans.mode, produced_by=ans.produced_by, kind=ans.kind)
 
 def log_scores(ctx, ans:Answer, row:dict, judges:list[Judge]):
@@ -342,6 +351,7 @@ def ask_item(ctx, item:GoldenItem, judges:list[Judge], tags_of,
     row = item_row(item, ans)
     row.update(score_retrieval(item, ans.retrieved), **check_item(item, ans, tags_of), **judge_item(judges, item, ans))
     row.update(ground_item(ctx, item, ans, row), **rubric_fields(rubric_judge, rubrics, item, ans))
+    row["item_ms"] = round((time.perf_counter() - t0) * 1000, 3)   # answering, scoring and judging
     log_scores(ctx, ans, row, judges)
     row.update(tracked(ctx, item, ans, calls))   # what `--since` compares, and how its model calls were served
     return row
@@ -634,6 +644,7 @@ def print_result(res:EvalResult):
     if res.summary.get("produced_by"):
         print("produced by: " + ", ".join(f"{k} {v}" for k, v in res.summary["produced_by"].items()))
     if res.summary.get("kinds"): print("kinds: " + ", ".join(f"{k} {v}" for k, v in res.summary["kinds"].items()))
+    if cost_line(res.summary.get("cost")): print(cost_line(res.summary["cost"]))
     print("\n".join(category_lines(res.summary)))
     rubrics = j.get("rubrics") or {}
     for line in rubric_lines(m, rubrics): print(line)
