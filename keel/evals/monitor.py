@@ -14,7 +14,7 @@ from .grounding import groundedness
 from .traffic import traffic, passages
 
 # %% auto #0
-__all__ = ['DRIFT', 'figures', 'daily', 'drift', 'unsupported_sample', 'cli']
+__all__ = ['DRIFT', 'TREND', 'figures', 'daily', 'drift', 'trend_figure', 'unsupported_sample', 'monitor', 'cli']
 
 # %% ../../nbs/68_evals_monitor.ipynb #75fceb17
 def figures(rows:list[dict], # `traffic` rows
@@ -76,6 +76,24 @@ def drift(rows:list[dict], # `traffic` rows
     return [dict(date=d, flagged=any(t["p_holm"] is not None and t["p_holm"] < alpha for t in ts), tests=ts)
             for d, ts in sorted(out.items())]
 
+# %% ../../nbs/68_evals_monitor.ipynb #9e598372
+TREND = (("answered_rate", "answered"), ("evidence_rate", "evidence"), ("refused_rate", "refused"),
+         ("answerability_p50", "answerability (median)"))
+
+def trend_figure(days:list[dict], # `daily` rows (the `*` rows are drawn)
+                 flags:list[dict] # `drift` rows
+                ):
+    "A plotly chart of the kind rates and median answerability per day, flagged days marked."
+    import plotly.graph_objects as go
+    rows, flagged = [d for d in days if d["tags"] == "*"], {f["date"] for f in flags if f["flagged"]}
+    fig = go.Figure()
+    for k, name in TREND:
+        fig.add_scatter(x=[d["date"] for d in rows], y=[d[k] for d in rows], mode="lines+markers", name=name)
+    for d in sorted(flagged): fig.add_vline(x=d, line_dash="dot", annotation_text="drift")
+    fig.update_layout(title="Live traffic per day", height=340, yaxis=dict(range=[0, 1.05], title="share / score"),
+                      margin=dict(t=40, b=30))
+    return fig
+
 # %% ../../nbs/68_evals_monitor.ipynb #024640d7
 def unsupported_sample(con, rows:list[dict], per_day:int=20) -> dict[str, bool]:
     "{request id: whether the answer has a sentence, figure or name its passages do not support}, `per_day` a day."
@@ -127,22 +145,30 @@ def _text(days:list[dict], flags:list[dict]) -> list[str]:
     return out
 
 # %% ../../nbs/68_evals_monitor.ipynb #1be393bd
+def monitor(ctx, # an AppContext (its `con`)
+            window_days:int=7, baseline_days:int=28, until:str|None=None, # the window ends the day before `until`
+            alpha:float=0.01, sample:int=20 # answers checked for support per day
+           ) -> dict|None:
+    "{window, days, total, drift} of the logged traffic, or None when nothing is logged."
+    if not 0 < alpha < 1: raise InputError(f"--alpha {alpha} is not in (0, 1)", fix="e.g. --alpha 0.01")
+    rows = traffic(ctx, until=until)
+    if not rows: return None
+    start, end = _window(rows, window_days, until)
+    b0 = (dt.date.fromisoformat(start) - dt.timedelta(days=baseline_days)).isoformat()
+    rows = [r for r in rows if b0 <= r["ts"][:10] < end]
+    inside = [r for r in rows if r["ts"][:10] >= start]
+    return dict(window=[start, end], days=daily(inside, unsupported_sample(ctx.con, inside, sample)),
+                total=figures(inside), drift=drift(rows, window_days, baseline_days, until, alpha))
+
 def _monitor(a, make_ctx) -> int:
     w, b = _days_arg(a.window), _days_arg(a.baseline)
     if not 0 < a.alpha < 1: raise InputError(f"--alpha {a.alpha} is not in (0, 1)", fix="e.g. --alpha 0.01")
-    ctx = make_ctx()
-    rows = traffic(ctx, until=a.until)
-    if not rows: print("no logged requests"); return EXIT_OK
-    start, end = _window(rows, w, a.until)
-    b0 = (dt.date.fromisoformat(start) - dt.timedelta(days=b)).isoformat()
-    rows = [r for r in rows if b0 <= r["ts"][:10] < end]
-    inside = [r for r in rows if r["ts"][:10] >= start]
-    days, flags = daily(inside, unsupported_sample(ctx.con, inside, a.sample)), drift(rows, w, b, a.until, a.alpha)
-    total = figures(inside)
-    if a.format == "json":
-        print(json.dumps(dict(window=[start, end], days=days, total=total, drift=flags), indent=1, default=str))
+    out = monitor(make_ctx(), w, b, a.until, a.alpha, a.sample)
+    if out is None: print("no logged requests"); return EXIT_OK
+    total, flags = out["total"], out["drift"]
+    if a.format == "json": print(json.dumps(out, indent=1, default=str))
     else:
-        print("\n".join(_text(days, flags)))
+        print("\n".join(_text(out["days"], flags)))
         print(f"total: {total['requests']} requests, {total['prompt_tokens']} prompt and {total['output_tokens']} "
               f"output tokens, {total['model_seconds']:.1f} model seconds; "
               f"{sum(f['flagged'] for f in flags)} day(s) flagged")
