@@ -210,7 +210,11 @@ def cmd_ask(args, make) -> int:
     ans = make(**settings_overrides(args)).answer_engine.answer(
         args.question, User(args.user, tags), json_schema=schema)
     if args.format == "json": print(json.dumps(ans.to_dict(), indent=2, default=str))
-    else: print(format_answer(ans))
+    else:
+        print(format_answer(ans))
+        if ans.request_id:   # on stderr, so the answer alone can be piped on
+            print(f"request {ans.request_id} · rate it: keel feedback {ans.request_id} up|down --user {args.user}",
+                  file=sys.stderr)
     return EXIT_FAILED if ans.error else EXIT_OK
 
 # %% ../nbs/90_cli.ipynb #f7867292

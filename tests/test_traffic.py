@@ -131,3 +131,19 @@ def test_monitor_flags_the_planted_day_only(tmp_path, keel_cmd):
     assert out["total"]["requests"] == 210 and out["total"]["model_seconds"] == 0     # extractive: no model time
     r = keel_cmd("--data-dir", tmp_path / "data", "monitor", env=ENV)
     assert r.returncode == 1 and f"DRIFT {days[4]}" in r.stdout and "model seconds" in r.stdout
+
+
+def test_ask_prints_the_request_id_that_feedback_takes(tmp_path, keel_cmd):
+    ctx, pool = deployment(tmp_path / "data"); ctx.close()
+    r = keel_cmd("--data-dir", tmp_path / "data", "ask", pool[0][0], "--user", "ana", "--tags", ",".join(pool[0][1]),
+                 env=ENV)
+    assert r.returncode == 0, r.stderr
+    line = next(x for x in r.stderr.splitlines() if x.startswith("request "))
+    rid = line.split()[1]
+    assert rid not in r.stdout and len(rid) == 32          # the answer on stdout stays as it was
+    r = keel_cmd("--data-dir", tmp_path / "data", "feedback", rid, "down", "--user", "ana", "--comment", "wrong band",
+                 env=ENV)
+    assert r.returncode == 0, r.stderr
+    keel_cmd("--data-dir", tmp_path / "data", "export-log", tmp_path / "ledger.jsonl", env=ENV)
+    rows = [json.loads(x) for x in (tmp_path / "ledger.jsonl").read_text().splitlines()]
+    assert any(x["kind"] == "feedback" and x["request_id"] == rid and x["payload"]["verdict"] == "down" for x in rows)
