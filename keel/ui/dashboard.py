@@ -10,12 +10,13 @@ import ipywidgets as W
 from fastcore.basics import patch
 from ..evals.report import GROUPS, TREND_METRICS, scorecard, trend_figure, fmt
 from ..evals.verdict import item_passed
+from ..evals.monitor import monitor, trend_figure as traffic_figure
 from .base import style, message, esc, html_table, Snapshot
 from .compare import CompareView
 
 # %% auto #0
 __all__ = ['history_paths', 'metric_names', 'history_schema', 'load_history', 'history_trend', 'unreliable', 'styled_scorecard',
-           'item_rows', 'filter_items', 'item_detail', 'gate_html', 'EvalDashboard']
+           'item_rows', 'filter_items', 'item_detail', 'gate_html', 'EvalDashboard', 'show_figure', 'TrafficTrend']
 
 # %% ../../nbs/94_ui_dashboard.ipynb #d5792bf3
 def history_paths(report_dir:Path|str) -> list[Path]:
@@ -173,12 +174,16 @@ def _build(self:EvalDashboard, metrics):
     self._draw_trend(); self._filter()
 
 # %% ../../nbs/94_ui_dashboard.ipynb #34005b58
+def show_figure(out:W.Output, fig):
+    "Put a plotly figure into an `Output` widget (not into the cell that built the panel)."
+    import plotly.io as pio
+    bundle = pio.renderers["plotly_mimetype"].to_mimebundle(fig.to_dict())
+    out.outputs = (dict(output_type="display_data", data=bundle, metadata={}),)
+
 @patch
 def _draw_trend(self:EvalDashboard):
-    import plotly.io as pio
     self.figure = history_trend(self.history, self.metric_picker.value)
-    bundle = pio.renderers["plotly_mimetype"].to_mimebundle(self.figure.to_dict())   # into the Output, not the cell
-    self.trend.outputs = (dict(output_type="display_data", data=bundle, metadata={}),)
+    show_figure(self.trend, self.figure)
 
 @patch
 def _filter(self:EvalDashboard):
@@ -200,3 +205,26 @@ def _open_comparison(self:EvalDashboard):
     "Open the comparison of the run picked with the latest run (or close it)."
     p = self.compare_picker.value
     self.comparison.children = [CompareView(p, self.paths[-1])] if p else []
+
+# %% ../../nbs/94_ui_dashboard.ipynb #6fe25b63
+class TrafficTrend(Snapshot, W.VBox):
+    "The live traffic of a deployment: the window's totals, the daily trend, and the days flagged as drifting."
+    def __init__(self, ctx, # an AppContext (its `con`: the inference log and the ledger)
+                 window_days:int=7, baseline_days:int=28, until:str|None=None, # as `keel monitor`
+                 alpha:float=0.01):
+        super().__init__(); self.add_class("keel-panel"); self.add_class("keel-traffic")
+        self.view = monitor(ctx, window_days, baseline_days, until, alpha)
+        if self.view is None:
+            self.children = [style(), message("No request is logged yet: ask questions (keel ask, keel chat, the chat "
+                                              "panel) and open this again.")]
+            return
+        t, flags = self.view["total"], [f for f in self.view["drift"] if f["flagged"]]
+        head = (f"<h4>Live traffic {esc(self.view['window'][0])} to {esc(self.view['window'][1])}</h4>"
+                f"<p>{t['requests']} requests, {t['prompt_tokens']} prompt and {t['output_tokens']} output tokens, "
+                f"{t['model_seconds']:.1f} model seconds; {len(flags)} day(s) flagged</p>")
+        lines = "".join(f'<li class="keel-fail">{esc(f["date"])}: ' + esc(", ".join(
+            f"{m['metric']} {m['day_mean']:.2f} against {m['baseline_mean']:.2f} (Holm p = {m['p_holm']:.2g})"
+            for m in f["tests"] if m["p_holm"] is not None and m["p_holm"] < alpha)) + "</li>" for f in flags)
+        self.figure, self.trend = traffic_figure(self.view["days"], self.view["drift"]), W.Output()
+        self.trend.add_class("keel-traffic-trend"); show_figure(self.trend, self.figure)
+        self.children = [style(), W.HTML(head + (f"<ul>{lines}</ul>" if lines else "")), self.trend]
