@@ -76,7 +76,7 @@ def drift(rows:list[dict], # `traffic` rows
     return [dict(date=d, flagged=any(t["p_holm"] is not None and t["p_holm"] < alpha for t in ts), tests=ts)
             for d, ts in sorted(out.items())]
 
-# %% ../../nbs/68_evals_monitor.ipynb #9e598372
+# %% ../../nbs/68_evals_monitor.ipynb #21879ede
 TREND = (("answered_rate", "answered"), ("evidence_rate", "evidence"), ("refused_rate", "refused"),
          ("answerability_p50", "answerability (median)"))
 
