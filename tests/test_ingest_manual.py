@@ -168,3 +168,17 @@ def test_calibration_survives_an_edited_figure_not_a_replaced_half(tmp_path, kee
     assert keel_cmd("--data-dir", data, "ingest", pages, env=EXTRACTIVE).returncode == 0
     st = keel_cmd("--data-dir", data, "status", env=EXTRACTIVE).stdout
     assert "stored calibration refused" in st and "of its chunks changed, more than 10%" in st, st
+
+
+def test_loaded_pages_through_the_api_lose_their_menus_too(tmp_path):
+    "`Ingestor.ingest_documents` counts every page's blocks before stripping any, as `keel ingest` does."
+    from keel.config import load_settings
+    from keel.factory import build_context
+    from keel.ingest.loaders import load
+    ctx = build_context(load_settings(env={}, dotenv=None, data_dir=tmp_path / "data"))
+    try:
+        res = ctx.ingestor.ingest_documents([load(p) for p in sorted(PAGES.glob("*.html"))], progress=False)
+        assert len(res) == 10 and all(r.boilerplate >= 10 for r in res), [(r.source, r.boilerplate) for r in res]
+        texts = [t for (t,) in ctx.con.execute("SELECT text FROM chunks")]
+        assert texts and not [t for t in texts if "- Home" in t and "- Download" in t]
+    finally: ctx.close()

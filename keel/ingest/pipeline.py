@@ -379,6 +379,8 @@ def _prepare(self:Ingestor, doc:LoadedDocument, tags:list[str], chunk:bool) -> t
     if dup: return as_duplicate(res, dup, doc.source), [], []
     res.pii = doc.meta["pii"] = count_pii(doc.text)           # as `ingest_path` records it
     chunks = self._chunks(doc) if chunk else whole_chunk(doc)
+    if chunk: res.warnings = doc.meta["warnings"] = doc.meta.get("warnings", []) + chunk_warnings(chunks, len(doc.text))
+    res.boilerplate = doc.meta.get("boilerplate", 0)
     if not chunks: res.error, res.exit_code = "CorruptDocument: no text to index", 5
     return res, chunks, [self._verdict(c.text) for c in chunks]
 Ingestor._prepare = _prepare
@@ -414,10 +416,13 @@ def ingest_documents(self:Ingestor, docs:Sequence[LoadedDocument], # documents a
                     ) -> list[IngestResult]:
     "Ingest many loaded documents in batches; the vector index is saved once at the end."
     tags, docs, out = check_tags(acl_tags), list(docs), []
+    for d in docs:   # every page counted before any is stripped, as `learn_blocks` does for `ingest_path`
+        if d.kind == "html": self._counts().add(d.source, keys_of(d.text))
     bar = Progress(len(docs), "embed", "doc" if chunk else "chunk", progress)
     try:
         for s in range(0, len(docs), batch):
-            t0, todo = time.perf_counter(), [(d, self._prepare(d, tags, chunk)) for d in docs[s:s + batch]]
+            part = [self._strip(d) if chunk else d for d in docs[s:s + batch]]   # HTML: the repeated blocks dropped
+            t0, todo = time.perf_counter(), [(d, self._prepare(d, tags, chunk)) for d in part]
             self._store_batch(todo, tags)
             for _, (res, _, _) in todo: res.seconds = (time.perf_counter() - t0) / len(todo); out.append(res)
             bar.update(len(todo), note=f"{sum(r.chunks for r in out)} chunks")
