@@ -25,6 +25,7 @@ _DELEGATED = {   # command -> (module, its entry `f(argv, make_ctx) -> int`, hel
                      "the smallest detectable difference; exit 1 when B is significantly worse"),
     "eval review": ("keel.evals.review", "cli", "evaluate a knowledge-base change against its git base"),
     "eval claims": ("keel.evals.claims", "cli", "replay typed claims across git checkpoints"),
+    "eval stale": ("keel.evals.stale", "cli", "probe every fact a document change altered: is the old answer gone?"),
     "eval draft-golden": ("keel.evals.draft", "cli",
                           "draft golden items from the ingested chunks with the deployment's model"),
     "eval agent": ("keel.evals.agent", "cli",
