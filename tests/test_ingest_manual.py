@@ -182,3 +182,27 @@ def test_loaded_pages_through_the_api_lose_their_menus_too(tmp_path):
         texts = [t for (t,) in ctx.con.execute("SELECT text FROM chunks")]
         assert texts and not [t for t in texts if "- Home" in t and "- Download" in t]
     finally: ctx.close()
+
+
+def test_check_finds_the_scores_moved_where_few_chunks_changed(tmp_path, keel_cmd):
+    "Three small pages that answer six of the twenty probes moved behind a tag: 0% of the chunks' text changed."
+    pages, data = tmp_path / "pages", tmp_path / "data"
+    shutil.copytree(PAGES, pages)
+    assert keel_cmd("--data-dir", data, "ingest", pages, env=EXTRACTIVE).returncode == 0
+    golden = _golden(tmp_path / "golden.yaml", QUESTIONS + MORE)
+    assert keel_cmd("--data-dir", data, "calibrate", golden, "--split", "tune", env=EXTRACTIVE).returncode == 0
+    r = keel_cmd("--data-dir", data, "calibrate", "--check", env=EXTRACTIVE)
+    assert r.returncode == 0 and "20 probes asked again" in r.stdout and "holds" in r.stdout, r.stdout + r.stderr
+    moved = [pages / n for n in ("selfcontained.html", "transactional.html", "lang_replace.html")]
+    assert keel_cmd("--data-dir", data, "ingest", *moved, "--tags", "internal", env=EXTRACTIVE).returncode == 0
+    st = keel_cmd("--data-dir", data, "status", env=EXTRACTIVE).stdout
+    assert "corpus calibration of" in st and "refused" not in st, st        # the chunk rule alone keeps it
+    r = keel_cmd("--data-dir", data, "calibrate", "--check", env=EXTRACTIVE)
+    assert r.returncode == 1 and "moved: the calibration is marked stale" in r.stdout, r.stdout + r.stderr
+    st = keel_cmd("--data-dir", data, "status", env=EXTRACTIVE).stdout
+    assert "stored calibration refused" in st and "answerability of its 20 probes moved" in st, st
+    keel_cmd("--data-dir", data, "export-log", tmp_path / "ledger.jsonl")
+    rows = [json.loads(x) for x in (tmp_path / "ledger.jsonl").read_text().splitlines()]
+    assert [x["payload"]["moved"] for x in rows if x["kind"] == "calibration_check"] == [False, True]
+    r = keel_cmd("--data-dir", tmp_path / "empty", "calibrate", "--check")
+    assert r.returncode == 2 and "no stored calibration" in r.stderr and "Traceback" not in r.stderr

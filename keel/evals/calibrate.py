@@ -4,24 +4,25 @@
 
 # %% ../../nbs/55b_evals_calibrate.ipynb #68ff3407
 from __future__ import annotations
-import datetime as dt, hashlib, json, uuid
+import dataclasses, datetime as dt, hashlib, json, uuid
 import numpy as np
 from pathlib import Path
-from ..errors import InputError, EXIT_OK
+from ..errors import InputError, EXIT_OK, EXIT_FAILED
 from ..command import command_parser, run_command, with_progress
 from ..db import fingerprint
 from ..providers.base import allowed
-from ..stats import roc_auc
+from ..stats import roc_auc, mean, paired_randomisation
 from ..retrieval.answerability import (Answerability, Calibration, DEFAULT_CALIBRATION, operating_point, error_rates,
                                           save_calibration, fit_calibration, evidence_ceiling, refusal_point,
-                                          outcome_rates, chunk_hashes)
+                                          outcome_rates, chunk_hashes, calibration_path)
 from .core import document_matches
 from .golden import GoldenItem, GoldenSet, read_golden_set, load_golden, golden_digest, SPLITS
 from types import SimpleNamespace as NS
 
 # %% auto #0
-__all__ = ['MIN_ITEMS', 'REFIT_L2', 'REFIT_FOLDS', 'source_documents', 'usable_items', 'draft_items', 'calibration_rows', 'refit',
-           'calibrate', 'three_way_lines', 'report_lines', 'cli']
+__all__ = ['MIN_ITEMS', 'REFIT_L2', 'REFIT_FOLDS', 'SHIFT_SHARE', 'SHIFT_MEAN', 'source_documents', 'usable_items', 'draft_items',
+           'calibration_rows', 'refit', 'probes_of', 'score_shift', 'calibrate', 'check_shift', 'check_lines',
+           'three_way_lines', 'report_lines', 'cli']
 
 # %% ../../nbs/55b_evals_calibrate.ipynb #13b3621b
 MIN_ITEMS = 20
@@ -103,6 +104,23 @@ def refit(rows:list[dict], # calibration rows with `features` and `label`
         auc_cv=roc_auc(oof, y), folds=k, l2=l2, **op, **ev)
 
 
+# %% ../../nbs/55b_evals_calibrate.ipynb #f52fd812
+SHIFT_SHARE, SHIFT_MEAN = 0.10, 0.05
+
+def probes_of(cal:Calibration, usable:list, rows:list[dict]) -> list[dict]:
+    "Each usable item's question and tags with its visible-sources score under `cal`."
+    items = {it.id: it for it, _ in usable}
+    return [dict(id=r["id"], question=items[r["id"]].question, tags=list(items[r["id"]].user_tags),
+                 score=cal.probability(r["features"])) for r in rows if r["label"] == 1]
+
+def score_shift(then:list[float], now:list[float], threshold:float, alpha:float=0.01) -> dict:
+    "How the probes' scores moved: means, shares at or above `threshold`, the paired test, and whether it is a move."
+    share = lambda xs: sum(x >= threshold for x in xs) / len(xs)
+    p, d = paired_randomisation(now, then), mean(now) - mean(then)
+    moved = abs(share(now) - share(then)) >= SHIFT_SHARE - 1e-9 or (p < alpha and abs(d) >= SHIFT_MEAN)
+    return dict(n=len(then), mean_then=mean(then), mean_now=mean(now), answered_then=share(then),
+                answered_now=share(now), p=p, moved=bool(moved))
+
 # %% ../../nbs/55b_evals_calibrate.ipynb #fc0433fa
 def calibrate(ctx, # an AppContext (con, retriever, ledger, settings)
               golden:GoldenSet|Path|str, # a golden set (read once) whose answerable items name their sources
@@ -157,6 +175,7 @@ def calibrate(ctx, # an AppContext (con, retriever, ledger, settings)
                          "corpus_fingerprint": fingerprint(ctx.con), "corpus_chunks": chunk_hashes(ctx.con),
                          "measured": measured,
                          "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")})
+    cal.measured["probes"] = probes_of(cal, usable, rows)   # what `keel calibrate --check` asks again
     path = save_calibration(cal, ctx.settings.data_dir)
     seq = ctx.ledger.append("calibration", uuid.uuid4().hex, dict(
         path=str(path), sha256=hashlib.sha256(path.read_bytes()).hexdigest(), threshold=cal.threshold, target=target,
@@ -165,6 +184,36 @@ def calibrate(ctx, # an AppContext (con, retriever, ledger, settings)
         embedding_model=cal.embedding_model, corpus_fingerprint=cal.corpus_fingerprint,
         golden_digest=measured["golden_digest"]))
     return dict(calibration=cal, path=path, rows=rows, ledger=seq)
+
+# %% ../../nbs/55b_evals_calibrate.ipynb #80c8bd40
+def check_shift(ctx, # an AppContext (settings, retriever, ledger)
+                alpha:float=0.01) -> dict:
+    "Ask the stored calibration's probes again on the corpus as it is; mark the calibration stale when they moved."
+    p = calibration_path(ctx.settings.data_dir)
+    if not p.exists(): raise InputError("there is no stored calibration to check", fix="run keel calibrate GOLDEN first")
+    cal = Calibration.from_dict(json.loads(p.read_text(encoding="utf-8")))
+    if not (probes := cal.measured.get("probes")):
+        raise InputError(f"the calibration {p} kept no probe questions (it was made before they were kept)",
+                         fix="run keel calibrate GOLDEN again")
+    scorer = Answerability(ctx.retriever, ctx.settings, calibration=cal)
+    now = [scorer.assess(q["question"], list(q["tags"]))[1].score for q in probes]
+    res = dict(score_shift([q["score"] for q in probes], now, cal.threshold, alpha), path=str(p), stale=cal.stale)
+    if res["moved"] and not cal.stale:
+        res["stale"] = (f"the answerability of its {res['n']} probes moved: {res['answered_then']:.0%} -> "
+                                    f"{res['answered_now']:.0%} at or above the threshold, mean {res['mean_then']:.3f}"
+                                    f" -> {res['mean_now']:.3f} (paired randomisation p = {res['p']:.2g})")
+        save_calibration(dataclasses.replace(cal, stale=res["stale"]), ctx.settings.data_dir)
+    ctx.ledger.append("calibration_check", uuid.uuid4().hex, res)
+    return res
+
+def check_lines(res:dict) -> list[str]:
+    "What `keel calibrate --check` prints."
+    head = (f"calibration check: {res['n']} probes asked again; at or above the threshold {res['answered_then']:.0%} "
+            f"then, {res['answered_now']:.0%} now; mean score {res['mean_then']:.3f} -> {res['mean_now']:.3f} "
+            f"(paired randomisation p = {res['p']:.2g})")
+    if not res["moved"]: return [head, "the calibration holds on the corpus as it is"]
+    return [head, "moved: the calibration is marked stale and the gate uses the shipped default until "
+                  "keel calibrate GOLDEN runs again"]
 
 # %% ../../nbs/55b_evals_calibrate.ipynb #69bf6ce7
 def _ceiling_lines(m:dict, target:float) -> list[str]:
@@ -230,12 +279,21 @@ def _parser():
                    "items")
     p.add_argument("--split", choices=SPLITS,
                    help="calibrate on this split of the golden set only (e.g. tune, keeping heldout for evaluation)")
+    p.add_argument("--check", action="store_true",
+                   help="ask the stored calibration's probe questions again on the corpus as it is; exit 1 and mark "
+                        "it stale when their answerability moved")
+    p.add_argument("--alpha", type=float, default=0.01, help="--check: the paired test's level (default 0.01)")
     p.add_argument("--refit", action="store_true",
                    help="also refit the answerability weights on these items (cross-validated, "
                    "pulled towards the shipped weights); the threshold then comes from held-out scores")
     return p
 
 def _calibrate(a, make_ctx) -> int:
+    if a.check:
+        if not 0 < a.alpha < 1: raise InputError(f"--alpha {a.alpha} is not in (0, 1)", fix="e.g. --alpha 0.01")
+        res = check_shift(make_ctx(), a.alpha)
+        print("\n".join(check_lines(res)))
+        return EXIT_FAILED if res["moved"] else EXIT_OK
     for name, v in (("--target", a.target), ("--target-refusal", a.target_refusal)):
         if v is not None and not 0 < v < 1:
             raise InputError(f"{name} {v} must be between 0 and 1", fix=f"e.g. {name} 0.1")
@@ -248,5 +306,5 @@ def _calibrate(a, make_ctx) -> int:
 def cli(argv:list[str], # arguments after `keel calibrate`
         make_ctx # builds the AppContext on demand
        ) -> int:
-    "`keel calibrate`: 0 stored, 2 invalid input (fewer than `MIN_ITEMS` usable items), 3 model unavailable."
+    "`keel calibrate`: 0 stored (--check: holds), 1 --check found it moved, 2 invalid input (fewer than `MIN_ITEMS` usable items), 3 model unavailable."
     return run_command(_parser(), argv, lambda a: _calibrate(a, make_ctx))

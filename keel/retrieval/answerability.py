@@ -259,6 +259,7 @@ class Calibration:
     evidence_threshold: float|None = None
     target_false_refusal: float = 0.10  # the share of answerable questions the evidence threshold may refuse
     corpus_chunks: list|None = None     # short hashes of the corpus' chunk texts then (`chunk_hashes`); None: not kept
+    stale: str|None = None              # why `keel calibrate --check` found the scores moved since; None: not found
 
     def probability(self, feats:dict) -> float:
         "The probability that the retrieved passages answer the question."
@@ -348,6 +349,7 @@ def check_calibration(cal:Calibration, embedding_model:str|None, corpus_fingerpr
     if cal.embedding_model and embedding_model and cal.embedding_model != embedding_model:
         raise CalibrationError(f"{where} was made with the embedding model {cal.embedding_model}, but this deployment "
                                f"uses {embedding_model}", fix=fix)
+    if cal.stale: raise CalibrationError(f"{where} no longer fits this corpus: {cal.stale}", fix=fix)
     if cal.corpus_fingerprint is not None and cal.corpus_fingerprint != corpus_fingerprint:
         change = corpus_change(cal, con) if con is not None else None
         if change is not None and change <= STALE_CHANGE: return cal
