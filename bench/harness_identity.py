@@ -1,14 +1,16 @@
-"""Do the four harnesses give the same rows and metrics as before a change? Capture their reports, then diff two.
+"""Do the seven harnesses give the same rows and metrics as before a change? Capture their reports, then diff two.
 
     python bench/harness_identity.py capture OUT [--code DIR]   # fixture corpus, extractive answers, seed 0
     python bench/harness_identity.py diff BEFORE AFTER [--ignore FIELD ...]
 
 `capture` ingests the fixture corpus into a fresh data directory (always the same path, so the settings digest
 matches between captures) and writes the golden run (no judge), the fixture retrieval benchmark, the robustness
-run (seed 0) and the agent tasks (the packaged model in process) under OUT. `--code DIR` runs another checkout's
+run (seed 0), the example review and claim replay (the working tree of `golden/review`), the comparison of the
+committed baseline with the run, and the agent tasks (the packaged model in process) under OUT. `--code DIR` runs another checkout's
 code (its `keel` package first on the path), for the "before" of a refactor. `diff` drops what legitimately
 changes between runs (stamps, timings, request and run ids, paths, code digests) and prints every other
-difference; exit 0 when there is none.
+difference; exit 0 when there is none. `--rename OLD=NEW` reads a field the change renamed under its new name (a
+value: `robustness.kind:robustness=keel-eval-robustness`), and each rename is listed.
 """
 
 import argparse, glob, json, os, re, shutil, subprocess, sys, tempfile, time
@@ -49,11 +51,18 @@ def capture(out: Path, code: str | None):
             "robustness",
             ["eval", "robustness", "golden/golden.yaml", "--seed", "0", "--quiet", "--report-dir", out / "rob"],
         ),
+        ("review", ["eval", "review", "golden/review/review.yaml", "--json", out / "review.json", "--markdown",
+                    out / "review.md"]),
+        ("claims", ["eval", "claims", "golden/review/claims.yaml", "golden/review/kb", "--json", out / "claims.json",
+                    "--markdown", out / "claims.md"]),
     ]
     for name, args in steps:
         print(
             f"{name}: exit {keel(*args, env=env, out=out/f'{name}.txt')} ({time.perf_counter() - t0:.0f} s)", flush=True
         )
+    run = sorted((out / "run").glob("eval-2*.json"))[-1]
+    compare = ["eval", "compare", "golden/baseline.json", run, "--json", out / "compare.json"]
+    print(f"compare: exit {keel(*compare, env=env, out=out / 'compare.txt')}", flush=True)
     env.pop("KEEL_ANSWER_MODE")  # the agent tasks need the model
     agent = ["eval", "agent", "golden/agent/tasks.yaml", "--report-dir", out / "agent"]
     code = keel(*agent, env=env, out=out / "agent.txt")
@@ -87,16 +96,53 @@ def _diff(a, b, path, out):
 
 def reports(d: Path) -> dict:
     last = lambda pat: json.loads(Path(sorted(glob.glob(str(d / pat)))[-1]).read_text())
+    one = lambda name: json.loads((d / name).read_text())
     return dict(
-        run=last("run/eval-*.json"),
-        retrieval=json.loads((d / "retrieval.json").read_text()),
-        robustness=last("rob/robustness-2*.json"),
-        agent=last("agent/agent-2*.json"),
+        run=last("run/eval-2*.json"),
+        retrieval=one("retrieval.json"),
+        robustness=last("rob/robustness-2*[0-9Z].json"),
+        agent=last("agent/agent-2*[0-9Z].json"),
+        review=one("review.json"),
+        claims=one("claims.json"),
+        compare=one("compare.json"),
     )
 
 
-def diff(before: Path, after: Path, ignore) -> int:
+def _renamed(x, old: list[str], new: str):
+    "Move the value at dotted path `old` to the last name of `new` (`a.b:v=w` renames the value v to w)."
+    *up, last = old
+    for k in up:
+        x = x.get(k) if isinstance(x, dict) else None
+    if not isinstance(x, dict) or last.split(":")[0] not in x:
+        return
+    name, _, value = last.partition(":")
+    if value:
+        x[name] = new if x[name] == value else x[name]
+    else:
+        x[new] = x.pop(name)
+
+
+def rename(report, spec: str):
+    "Apply `OLD=NEW` to a report and to every dict of a list on the way (`gate.checks.name=metric`)."
+    old, new = spec.split("=", 1)
+    parts = old.split(".")
+    def walk(x, ps):
+        if isinstance(x, list):
+            for v in x:
+                walk(v, ps)
+        elif len(ps) == 1:
+            _renamed(x, ps, new)
+        elif isinstance(x, dict) and ps[0] in x:
+            walk(x[ps[0]], ps[1:])
+    walk(report, parts)
+
+
+def diff(before: Path, after: Path, ignore, renames=()) -> int:
     a, b, total = reports(before), reports(after), 0
+    for spec in renames:
+        kind, _, field = spec.partition(".")
+        rename(a[kind], field)
+        print(f"renamed: {spec}")
     for k in a:
         out = []
         _diff(_clean(a[k], ignore), _clean(b[k], ignore), k, out)
@@ -118,5 +164,7 @@ if __name__ == "__main__":
     d.add_argument(
         "--ignore", nargs="*", default=[], help="fields (and table rows of metrics) to leave out as well, e.g. token_f1"
     )
+    d.add_argument("--rename", nargs="*", default=[], metavar="KIND.OLD=NEW",
+                   help="a field the change renamed: read the before report's OLD as NEW (listed in the output)")
     a = p.parse_args()
-    sys.exit(capture(a.out, a.code) if a.cmd == "capture" else diff(a.before, a.after, set(a.ignore)))
+    sys.exit(capture(a.out, a.code) if a.cmd == "capture" else diff(a.before, a.after, set(a.ignore), a.rename))

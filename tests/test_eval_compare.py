@@ -151,7 +151,7 @@ def test_ties_and_one_item_sets_against_statsmodels(runs, tmp_path):
 def test_agent_and_robustness_reports_compare_by_their_own_items(tmp_path):
     agent = ROOT/"golden"/"agent"/"baseline.json"
     code, out, err, c = compare(agent, agent)
-    assert code == 0 and c["kind"] == "keel-eval-agent" and "overall: no difference" in out
+    assert code == 0 and c["compared"] == "keel-eval-agent" and "overall: no difference" in out
     fail = edited(agent, tmp_path/"agent.json", lambda p: [r.update(success=False) for r in p["items"]])
     code, out, err, c = compare(agent, fail)
     won = sum(r["success"] for r in json.loads(agent.read_text())["items"])
@@ -161,7 +161,7 @@ def test_agent_and_robustness_reports_compare_by_their_own_items(tmp_path):
                   lambda p: [r.update(accuracy=1.0 - r["accuracy"]) for r in p["rows"] if r["perturbation"] == "noise"
                              and r["accuracy"] is not None])
     code, out, err, c = compare(rob, flip, "--metric", "accuracy")
-    assert code in (0, 1) and c["kind"] == "robustness"
+    assert code in (0, 1) and c["compared"] == "keel-eval-robustness" and c["kind"] == "keel-eval-compare"
     f = c["flips"][0]
     assert {g["value"] for g in f["groups"] if g["a_only"] or g["b_only"]} == {"noise"}
     assert all(it["item"].split("/")[1] == "noise" for it in c["items"])
@@ -188,7 +188,7 @@ def test_different_golden_sets_match_by_id_when_allowed(runs, tmp_path):
     (lambda a, d: edited(a, d/"dup.json", lambda p: p["items"].append(p["items"][0])), "appears twice"),
     (lambda a, d: ROOT/"golden"/"agent"/"baseline.json", "A is a `keel eval run` report and B a `keel eval agent`"),
     (lambda a, d: edited(a, d/"digest.json", lambda p: p.update(golden_digest="1" * 64)), "different golden sets"),
-    (lambda a, d: write(d/"list.json", "[1, 2]"), "is not a keel-eval-run or keel-eval-agent or robustness report"),
+    (lambda a, d: write(d/"list.json", "[1, 2]"), "is not a keel-eval-run or keel-eval-agent or keel-eval-robustness report"),
     (lambda a, d: d/"missing.json", "cannot read report B"),
 ])
 def test_bad_input_is_one_line_and_exit_2(runs, tmp_path, make, needle):

@@ -24,11 +24,11 @@ def test_robustness_run_gates_and_reports(keel_cmd, data_dir, tmp_path):
                  "--limit", "6", "--seed", "3", "--report-dir", tmp_path, "--quiet", env=env(data_dir))
     assert r.returncode in (0, 1), r.stderr
     assert "gate permission_swap.leaks: 0" in r.stdout                 # leaks tolerate nothing, and there are none
-    report = json.loads((tmp_path/"robustness-latest.json").read_text())
+    report = json.loads((tmp_path/"latest-robustness.json").read_text())
     assert report["n_items"] == 6 and report["seed"] == 3
     assert {t["perturbation"] for t in report["table"]} == {"permission_swap", "passage_order", "counterfactual"}
     assert r.returncode == (0 if report["gate"]["passed"] else 1)
-    assert (tmp_path/"robustness-latest.html").read_text().count("<table>") >= 3
+    assert (tmp_path/"latest-robustness.html").read_text().count("<table>") >= 3
     # the run asked through a scratch ledger: the deployment's ledger is exactly as it was
     assert keel_cmd("verify-ledger", env=env(data_dir)).stdout == ledger_before
 
@@ -39,7 +39,7 @@ def test_robustness_same_seed_same_perturbations(keel_cmd, data_dir, tmp_path):
         r = keel_cmd("eval", "robustness", GOLDEN, "--perturbations", "reworded,noise", "--limit", "3", "--seed", "11",
                      "--report-dir", tmp_path/d, "--quiet", env=env(data_dir))
         assert r.returncode in (0, 1), r.stderr
-        rows = json.loads((tmp_path/d/"robustness-latest.json").read_text())["rows"]
+        rows = json.loads((tmp_path/d/"latest-robustness.json").read_text())["rows"]
         runs.append([(x["id"], x["perturbation"], x["param"], x["question"], x["answer"]) for x in rows])
     assert runs[0] == runs[1]
 

@@ -124,7 +124,7 @@ AGENT = Kind("keel-eval-agent", "keel eval agent", "items", ("id",), "task", ("c
              ("model", "model_digest", "backend", "prompt_style", "tool_mode", "max_steps", "policy", "split",
               "profile", *_CODE),
              AGENT_OUTCOMES, "tasks_digest")
-ROBUSTNESS = Kind("robustness", "keel eval robustness", "rows", ("id", "perturbation", "param"), "question",
+ROBUSTNESS = Kind("keel-eval-robustness", "keel eval robustness", "rows", ("id", "perturbation", "param"), "question",
                   ("perturbation",), ("mode", "model", "model_digest", "seed", "limit", "perturbations",
                                    "profile", *_CODE),
                   ROBUSTNESS_OUTCOMES)
@@ -172,13 +172,13 @@ def read_report(path:Path|str, # a JSON report of `keel eval run`, `eval agent` 
 def check_report(p, # a parsed report
                  where:str="the report" # how it is named in errors
                 ) -> dict:
-    "`p` when it is a report of a kind that compares, with well-formed items; else an `InputError`."
-    kind = p.get("kind") if isinstance(p, dict) else type(p).__name__
+    "`p` (its kind as `keel-eval-<kind>`) when it is a report of a kind that compares, with well-formed items."
+    kind = gate.kind_of_report(p) if isinstance(p, dict) else type(p).__name__
     if not isinstance(kind, str) or kind not in KINDS:
         raise InputError(f"{where} is not a Keel run report (kind {kind!r})",
                          fix="pass the JSON report of `keel eval run`, `eval agent` or `eval robustness`")
     check_items(p, KINDS[kind], where)
-    return p
+    return {**p, "kind": kind}
 
 # %% ../../nbs/56a_evals_compare.ipynb #89bd5ad8
 def items_digest(k:Kind, p:dict) -> str|None:
@@ -416,7 +416,7 @@ def compare_runs(a:dict, # the reference run's report (as `read_report` returns 
                  seed:int=0 # the bootstrap's and the randomisation test's seed
                 ) -> dict:
     "Two runs item by item: configuration, flips, paired differences, corrected tests, power and the verdict."
-    check_report(a, f"report {labels[0]}"); check_report(b, f"report {labels[1]}")
+    a, b = check_report(a, f"report {labels[0]}"), check_report(b, f"report {labels[1]}")
     k = check_comparable(a, b, allow_different)
     pairs, only_a, only_b = pair_items(k, a, b)
     outcomes = select_outcomes(k, metrics, rubric_outcomes(a, b) if k is RUN else ())
@@ -425,11 +425,11 @@ def compare_runs(a:dict, # the reference run's report (as `read_report` returns 
     config, unrecorded = config_diff(k, a, b)
     head = lambda p, label: dict(label=str(label), stamp=p.get("stamp"), created_at=p.get("created_at"))
     compared = [o for o in outcomes if o.name in names]
-    return dict(kind=k.kind, command=k.command, alpha=alpha, power=POWER, a=head(a, labels[0]), b=head(b, labels[1]),
-                same_items=items_digest(k, a) == items_digest(k, b), digest=items_digest(k, a), n=len(pairs),
-                only_a=only_a, only_b=only_b, config=config, unrecorded=unrecorded, metrics=shown,
-                not_measured=unmeasured, flips=[flip_table(k, o, pairs) for o in compared if o.binary],
-                items=flipped_items(k, compared, pairs),
+    return dict(**gate.report_head("compare"), compared=k.kind, command=k.command, alpha=alpha, power=POWER,
+                a=head(a, labels[0]), b=head(b, labels[1]), same_items=items_digest(k, a) == items_digest(k, b),
+                digest=items_digest(k, a), n=len(pairs), only_a=only_a, only_b=only_b, config=config,
+                unrecorded=unrecorded, metrics=shown, not_measured=unmeasured,
+                flips=[flip_table(k, o, pairs) for o in compared if o.binary], items=flipped_items(k, compared, pairs),
                 worse=[m["metric"] for m in shown if significant(m, alpha) < 0],
                 better=[m["metric"] for m in shown if significant(m, alpha) > 0],
                 verdict=overall_verdict(shown, alpha, len(pairs)), methodology=METHODOLOGY)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses, datetime as dt, json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Protocol, runtime_checkable
 from fastcore.basics import patch
 from ..errors import InputError
 from ..atomicfile import atomic_path
@@ -15,8 +15,10 @@ from ..stats import paired_bootstrap
 from .core import item_value
 
 # %% auto #0
-__all__ = ['worse_by', 'meets', 'Regression', 'describe', 'Gate', 'FloorCheck', 'matched_interval', 'read_report',
-           'load_baseline', 'differences', 'check_same', 'default_baseline_path', 'promote']
+__all__ = ['SCHEMA_VERSION', 'KAPPA_BAR', 'REPORT_ROWS', 'worse_by', 'meets', 'Regression', 'describe', 'Gate', 'FloorCheck',
+           'matched_interval', 'report_kind', 'latest_name', 'report_head', 'kind_of_report', 'read_report',
+           'load_baseline', 'differences', 'check_same', 'default_baseline_path', 'promote', 'HarnessResult',
+           'check_result']
 
 # %% ../../nbs/49a_evals_gate.ipynb #dd8ed081
 def worse_by(current:float, reference:float, margin:float, lower:bool=False) -> bool:
@@ -66,12 +68,17 @@ class Gate:
 # %% ../../nbs/49a_evals_gate.ipynb #c4f4dfff
 @dataclass
 class FloorCheck:
-    "One absolute bound applied to a run; `passed` is None when the metric applies to nothing."
+    "One bound applied to a run; `passed` is None when the metric applies to nothing (or the check was skipped)."
     metric: str
     bound: float
     direction: str           # `at least` or `at most`
     current: float|None
     passed: bool|None
+    detail: str = ""         # which system it was read from, a p-value, or why it was skipped
+    @property
+    def reason(self) -> str|None:
+        "Why it failed, in the words every harness uses (`describe`); None unless it failed."
+        return None if self.passed is not False else describe(self.failure())
     def failure(self) -> Regression:
         "The check as a floor `Regression`, which `describe` puts in words."
         return Regression(self.metric, None, self.current, None, self.bound, rule="floor",
@@ -117,9 +124,36 @@ def matched_interval(current:list[dict], # this run's per-item rows
     pairs = [(b[r["id"]], item_value(r, metric)) for r in current if r["id"] in b]
     return paired_bootstrap([o for o, _ in pairs], [c for _, c in pairs], n, seed)
 
+# %% ../../nbs/49a_evals_gate.ipynb #837628dc
+SCHEMA_VERSION = 1   # of every report's head and of the reports whose schemas are in schemas/
+KAPPA_BAR = 0.4      # a judged metric gates only when its judge's kappa against human labels reaches this
+REPORT_ROWS = dict(run="items", agent="items", robustness="rows", retrieval="cases", review="cases",
+                   claims="claims", compare="items")   # kind -> the list of rows its report holds
+
+def report_kind(kind:str) -> str:
+    "`keel-eval-<kind>` for a short kind (`run`), or the name itself when it is already one."
+    return kind if kind.startswith("keel-eval-") else f"keel-eval-{kind}"
+
+def latest_name(kind:str) -> str:
+    "The stem of a harness's newest report files: `latest-<kind>`."
+    return f"latest-{report_kind(kind).removeprefix('keel-eval-')}"
+
+def report_head(kind:str, # a harness: run, agent, robustness, retrieval, review, claims, compare
+                now:dt.datetime|None=None) -> dict:
+    "The head every report opens with: schema version, `keel-eval-<kind>`, stamp and creation time (UTC)."
+    now = now or dt.datetime.now(dt.timezone.utc)
+    return dict(schema_version=SCHEMA_VERSION, kind=report_kind(kind), stamp=now.strftime("%Y%m%dT%H%M%S-%fZ"),
+                created_at=now.isoformat(timespec="seconds"))
+
 # %% ../../nbs/49a_evals_gate.ipynb #0b0edcbe
+def kind_of_report(p) -> str|None:
+    "A parsed report's kind as `keel-eval-<kind>` (an older report's short kind too); None when it names none."
+    k = p.get("kind") if isinstance(p, dict) else None
+    return None if not isinstance(k, str) else k if k.startswith("keel-eval-") or k not in REPORT_ROWS \
+        else report_kind(k)   # an older report's short kind
+
 def read_report(path:Path|str, # a report JSON file (a run, a baseline, a progress file)
-                kind:str|tuple, # the report kind(s) expected, e.g. `keel-eval-run`
+                kind:str|tuple, # the report kind(s) expected: `run`, `keel-eval-run`, or a tuple of them
                 what:str="report", # how the error names the file
                 fix:str="name a report this command wrote") -> dict:
     "A harness's report, read strictly: `InputError` when it cannot be read, is not JSON, or is another kind."
@@ -127,10 +161,12 @@ def read_report(path:Path|str, # a report JSON file (a run, a baseline, a progre
     except OSError as e: raise InputError(f"cannot read {what} {path}: {e.strerror}", fix=fix) from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise InputError(f"{what} {path} is not valid JSON ({e})", fix=fix) from None
-    kinds = (kind,) if isinstance(kind, str) else tuple(kind)
-    if not isinstance(p, dict) or p.get("kind") not in kinds or not isinstance(p.get("items", p.get("rows")), list):
+    kinds = tuple(map(report_kind, (kind,) if isinstance(kind, str) else kind))
+    k = kind_of_report(p)
+    rows = REPORT_ROWS.get(k.removeprefix("keel-eval-"), "items") if k else "items"
+    if k not in kinds or not isinstance(p.get(rows, p.get("rows")), list):
         raise InputError(f"{what} {path} is not a {' or '.join(kinds)} report", fix=fix)
-    return p
+    return {**p, "kind": k}
 
 def load_baseline(path:Path|str|None, kind:str, what:str="baseline",
                   fix:str="promote a fresh baseline with --promote") -> dict|None:
@@ -162,3 +198,32 @@ def promote(payload:dict, # the run's report payload
     stamped = {**payload, "promoted_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
     with atomic_path(path) as tmp: tmp.write_text(json.dumps(stamped, indent=1, default=str), encoding="utf-8")
     return path
+
+# %% ../../nbs/49a_evals_gate.ipynb #27eff754
+@runtime_checkable
+class HarnessResult(Protocol):
+    "What every evaluation's run returns: its kind, the verdict, the report's payload, and where it writes it."
+    kind: str
+    @property
+    def passed(self) -> bool: ...
+    @property
+    def payload(self) -> dict: ...
+    def write(self, report_dir:Path|str) -> tuple[Path, ...]: ...
+
+def check_result(res, # a harness's result
+                 report_dir:Path|str # an empty folder it is written to
+                ) -> list[Path]:
+    "Assert that `res` keeps the `HarnessResult` promise: head, verdict and files that `read_report` reads back."
+    assert isinstance(res, HarnessResult), f"{type(res).__name__} does not implement HarnessResult"
+    assert res.kind in REPORT_ROWS and isinstance(res.passed, bool), (res.kind, res.passed)
+    p = res.payload
+    assert {k: p.get(k) for k in ("schema_version", "kind")} == dict(schema_version=SCHEMA_VERSION,
+                                                                   kind=report_kind(res.kind)), p.get("kind")
+    assert p.get("stamp") and p.get("created_at"), "the payload has no stamp"
+    paths = [Path(x) for x in res.write(report_dir) if x is not None]
+    js = [x for x in paths if x.suffix == ".json"]
+    assert js and all(x.exists() for x in paths), f"write wrote {paths}"
+    assert read_report(js[0], res.kind)["stamp"] == p["stamp"]
+    assert Path(report_dir, f"{latest_name(res.kind)}.json").exists() or res.kind in ("retrieval", "review",
+                                                                                     "claims", "compare")
+    return paths

@@ -16,7 +16,7 @@ from ..yamlfile import read_yaml
 from ..stats import mean, paired_bootstrap
 from .core import number_value, check_keys
 from .golden import GoldenItem, GoldenSet, read_golden_set, load_golden, golden_digest, ROBUSTNESS_GATES
-from .gate import Gate, FloorCheck, describe
+from .gate import Gate, FloorCheck, report_head, latest_name
 from .checkpoint import Checkpoint, code_version
 
 # %% auto #0
@@ -24,10 +24,9 @@ __all__ = ['FRAMES', 'PLANTS', 'PERTURBATIONS', 'NOISE_RATIOS', 'REWORDINGS', 'P
            'passage_pool', 'is_expected', 'distractors', 'stand_in', 'replace_share', 'altered_number',
            'counterfactual_fact', 'alter', 'reword', 'plant', 'Probe', 'probe_rng', 'corpus_tags', 'excluding_tags',
            'probes_for', 'score_probe', 'ask_probe', 'row_kind', 'consistency', 'follows_when_stated', 'table',
-           'GateCheck', 'gate_value', 'robustness_gate', 'check_gates', 'RobustnessResult', 'answerable',
-           'parse_perturbations', 'probe_key', 'checkpoint_header', 'probe_checkpoint', 'ask_probes', 'ProbeTask',
-           'robustness_rows', 'run_robustness', 'noise_figure', 'render_robustness', 'write_robustness_report',
-           'format_table', 'cli']
+           'gate_value', 'robustness_gate', 'check_gates', 'RobustnessResult', 'answerable', 'parse_perturbations',
+           'probe_key', 'checkpoint_header', 'probe_checkpoint', 'ask_probes', 'ProbeTask', 'robustness_rows',
+           'run_robustness', 'noise_figure', 'render_robustness', 'write_robustness_report', 'format_table', 'cli']
 
 # %% ../../nbs/62_evals_robustness.ipynb #f2b8c9dd
 from .grounding import token_f1, normalize_answer
@@ -329,20 +328,6 @@ def table(rows:list[dict]) -> list[dict]:
     return out
 
 # %% ../../nbs/62_evals_robustness.ipynb #9de620db
-@dataclass
-class GateCheck:
-    "One robustness gate as its report records it: the measured value against its bound."
-    name: str
-    direction: str         # `min` or `max`
-    bound: float
-    value: float|None      # None: nothing to measure (the perturbation did not run or applied to no item)
-    passed: bool
-    @property
-    def reason(self) -> str|None:
-        "Why it failed, in the words every harness uses (`keel.evals.gate.describe`); None when it passed."
-        at = "at most" if self.direction == "max" else "at least"
-        return None if self.passed else describe(FloorCheck(self.name, self.bound, at, self.value, False).failure())
-
 def _pooled(rows, pert, metric, param=None):
     return mean(None if r.get(metric) is None else float(r[metric]) for r in rows
                 if r["perturbation"] == pert and (param is None or r["param"] == param))
@@ -367,25 +352,29 @@ def robustness_gate(overrides:dict|None=None) -> Gate:
     return Gate(floors={k: float((overrides or {}).get(k, b)) for k, (_, b) in ROBUSTNESS_GATES.items()},
                 lower_is_better=frozenset(k for k, (d, _) in ROBUSTNESS_GATES.items() if d == "max"))
 
-def check_gates(rows:list[dict], overrides:dict|None=None) -> list[GateCheck]:
-    "Every gate whose perturbation ran; one with nothing to measure passes (there is nothing to judge)."
+def check_gates(rows:list[dict], overrides:dict|None=None) -> list[FloorCheck]:
+    "Every gate whose perturbation ran; one with nothing to measure (`passed` None) does not fail the run."
     ran = {r["perturbation"] for r in rows}
-    return [GateCheck(f.metric, "max" if f.direction == "at most" else "min", f.bound, f.current, f.passed is not False)
-            for f in robustness_gate(overrides).floor_checks(lambda k: gate_value(k, rows))
+    return [f for f in robustness_gate(overrides).floor_checks(lambda k: gate_value(k, rows))
             if f.metric.split(".")[0] in ran]
 
 # %% ../../nbs/62_evals_robustness.ipynb #e39fc978
 @dataclass
 class RobustnessResult:
-    "What one robustness run produced."
+    "What one robustness run produced (a `keel.evals.gate.HarnessResult`)."
     rows: list[dict]
     table: list[dict]
-    gates: list[GateCheck]
+    gates: list[FloorCheck]
     payload: dict
     json_path: Path|None = None
     html_path: Path|None = None
+    kind = "robustness"
     @property
-    def gate_passed(self) -> bool: return all(g.passed for g in self.gates)
+    def passed(self) -> bool: return all(g.passed is not False for g in self.gates)
+    def write(self, report_dir:Path|str) -> tuple[Path, Path]:
+        "Write the run's JSON and HTML into `report_dir` (and `latest-robustness.*`); return the stamped paths."
+        self.json_path, self.html_path = write_robustness_report(self.payload, report_dir)
+        return self.json_path, self.html_path
 
 def answerable(items:list[GoldenItem]) -> list[GoldenItem]:
     "The items a perturbation can change: those that expect an answer from named sources."
@@ -496,19 +485,18 @@ def run_robustness(ctx, # an AppContext (answer_engine, retriever, con, settings
             r.update(consistency(r, clean[r["id"]]))
         if r["perturbation"] == "counterfactual" and r["id"] in clean: r.update(follows_when_stated(r, clean[r["id"]]))
     tab, gates = table(rows), check_gates(rows, overrides)
-    now = dt.datetime.now(dt.timezone.utc)
-    payload = dict(kind="robustness", stamp=now.strftime("%Y%m%dT%H%M%S-%fZ"),
-                   created_at=now.isoformat(timespec="seconds"), golden_path=str(golden_path), seed=seed, limit=limit,
+    payload = dict(**report_head("robustness"), golden_path=str(golden_path), seed=seed, limit=limit,
                    perturbations=list(perturbations), mode=ctx.settings.answer_mode,
                    profile=getattr(ctx.settings, "profile", ""),
                    checkpoint=str(checkpoint) if checkpoint else None, from_checkpoint=reused, probes_missing=missing,
                    model=str(getattr(ctx.answer_engine.llm, "name", ""))
                    if ctx.settings.answer_mode != "extractive" else "", n_items=len(items), n_probes=len(rows),
-                   gate=dict(passed=all(g.passed for g in gates), checks=[dataclasses.asdict(g) for g in gates],
-                             reasons=[g.reason for g in gates if not g.passed]),
+                   gate=dict(passed=all(g.passed is not False for g in gates),
+                             checks=[dataclasses.asdict(g) for g in gates],
+                             reasons=[g.reason for g in gates if g.passed is False]),
                    table=tab, rows=rows, **code_version())
     res = RobustnessResult(rows, tab, gates, payload)
-    if report_dir is not None: res.json_path, res.html_path = write_robustness_report(payload, report_dir)
+    if report_dir is not None: res.write(report_dir)
     return res
 
 # %% ../../nbs/62_evals_robustness.ipynb #1253a916
@@ -533,9 +521,9 @@ def render_robustness(payload:dict, plotly_js:str="plotly.min.js") -> str:
     "The HTML page of a robustness run."
     from keel.evals.report import report_page, esc
     g = payload["gate"]
-    checks = "".join(f'<tr><td>{esc(c["name"])}</td><td>{esc(c["direction"])} {_cell(c["bound"])}</td><td>'
-                     f'{_cell(c["value"])}</td><td class="{"pass" if c["passed"] else "fail"}">'
-                     f'{"pass" if c["passed"] else "FAIL"}</td></tr>' for c in g["checks"])
+    checks = "".join(f'<tr><td>{esc(c["metric"])}</td><td>{esc(c["direction"])} {_cell(c["bound"])}</td><td>'
+                     f'{_cell(c["current"])}</td><td class="{"fail" if c["passed"] is False else "pass"}">'
+                     f'{"FAIL" if c["passed"] is False else "pass"}</td></tr>' for c in g["checks"])
     tab = "".join(f'<tr><td>{esc(t["perturbation"])}</td><td>{esc(t["param"])}</td><td>{esc(t["metric"])}</td><td>'
                   f'{t["n"]}</td><td>{_cell(t["clean"])}</td><td>{_cell(t["perturbed"])}</td><td>'
                   f'{_cell(t["delta"])}</td><td>{_cell(t["ci_low"])} .. {_cell(t["ci_high"])}</td></tr>'
@@ -567,12 +555,12 @@ def render_robustness(payload:dict, plotly_js:str="plotly.min.js") -> str:
                 f'<style>td{{overflow-wrap:anywhere}}</style><script src="{esc(plotly_js)}"></script>')
 
 def write_robustness_report(payload:dict, report_dir:Path|str) -> tuple[Path, Path]:
-    "Write `robustness-<stamp>.json/.html` and `robustness-latest.*` as every run is written, plotly.js beside them."
+    "Write `robustness-<stamp>.json/.html` and `latest-robustness.*` as every run is written, plotly.js beside them."
     import plotly
     from keel.evals.report import write_run_files
     js = Path(plotly.__file__).parent/"package_data"/"plotly.min.js"
     return write_run_files(payload, render_robustness(payload), report_dir, f"robustness-{payload['stamp']}",
-                           "robustness-latest", assets={"plotly.min.js": js})
+                           latest_name("robustness"), assets={"plotly.min.js": js})
 
 # %% ../../nbs/62_evals_robustness.ipynb #24cfe876
 def _parser() -> argparse.ArgumentParser:
@@ -586,7 +574,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="the same seed gives the same perturbations (default 0)")
     p.add_argument("--limit", type=int, help="only the first N answerable items (a quicker run with a slow model)")
     p.add_argument("--report-dir", default="reports",
-                   help="where robustness-<stamp>.json/.html and robustness-latest.* go")
+                   help="where robustness-<stamp>.json/.html and latest-robustness.* go")
     p.add_argument("--checkpoint", metavar="FILE",
                    help="append each scored probe to FILE (JSON lines) and skip the probes it "
                    "already holds: resume a stopped run, or run the perturbations in pieces")
@@ -604,7 +592,8 @@ def format_table(res:RobustnessResult) -> str:
         lines.append(f"{t['perturbation']:20} {t['param']:10} {t['metric']:19} {t['n']:>3} {fmt(t['clean']):>6} "
                      f"{fmt(t['perturbed']):>6} {fmt(t['delta']):>6}  {fmt(t['ci_low'])} .. {fmt(t['ci_high'])}")
     for g in res.gates:
-        lines.append(f"gate {g.name}: {fmt(g.value)} ({g.direction} {fmt(g.bound)}) {'pass' if g.passed else 'FAILED'}")
+        lines.append(f"gate {g.metric}: {fmt(g.current)} ({g.direction} {fmt(g.bound)}) "
+                     f"{'FAILED' if g.passed is False else 'pass'}")
     return "\n".join(lines)
 
 def _run(a, make_ctx) -> int:
@@ -619,9 +608,9 @@ def _run(a, make_ctx) -> int:
     print(format_table(res))
     if res.payload["probes_missing"]:
         print(f"partial: {res.payload['probes_missing']} probes not in the checkpoint yet")
-    why = "" if res.gate_passed else ": " + "; ".join(res.payload["gate"]["reasons"])
-    print(f"gate: {'passed' if res.gate_passed else 'FAILED'}{why}\nreport: {res.html_path}\njson: {res.json_path}")
-    return EXIT_OK if res.gate_passed else EXIT_FAILED
+    why = "" if res.passed else ": " + "; ".join(res.payload["gate"]["reasons"])
+    print(f"gate: {'passed' if res.passed else 'FAILED'}{why}\nreport: {res.html_path}\njson: {res.json_path}")
+    return EXIT_OK if res.passed else EXIT_FAILED
 
 def cli(argv:list[str], # arguments after `keel eval robustness`
         make_ctx # builds the AppContext on demand

@@ -108,7 +108,7 @@ class CompareView(Snapshot, W.VBox):
 @patch
 def _build(self:CompareView):
     "Lay out the widgets of a comparison."
-    c, k = self.comparison, KINDS[self.comparison["kind"]]
+    c, k = self.comparison, KINDS[self.comparison["compared"]]
     self.rows = {run: {key_label(item_key(k, r)): r for r in p[k.rows]} for run, p in (("a", self.a), ("b", self.b))}
     flips, metrics = tables_html(c)
     self.chart, self.detail = W.Output(), W.HTML()
@@ -141,5 +141,5 @@ def show(self:CompareView, item:str # an item's name, e.g. `proc-quotes-mid`
         ):
     "Show one item in both runs (the item picker follows)."
     self.shown = item
-    self.detail.value = side_by_side(self.comparison["kind"], self.rows["a"].get(item), self.rows["b"].get(item))
+    self.detail.value = side_by_side(self.comparison["compared"], self.rows["a"].get(item), self.rows["b"].get(item))
     if item in self.picker.options: self.picker.value = item
