@@ -190,7 +190,8 @@ def check_shift(ctx, # an AppContext (settings, retriever, ledger)
                 alpha:float=0.01) -> dict:
     "Ask the stored calibration's probes again on the corpus as it is; mark the calibration stale when they moved."
     p = calibration_path(ctx.settings.data_dir)
-    if not p.exists(): raise InputError("there is no stored calibration to check", fix="run keel calibrate GOLDEN first")
+    if not p.exists():
+        raise InputError("there is no stored calibration to check", fix="run keel calibrate GOLDEN first")
     cal = Calibration.from_dict(json.loads(p.read_text(encoding="utf-8")))
     if not (probes := cal.measured.get("probes")):
         raise InputError(f"the calibration {p} kept no probe questions (it was made before they were kept)",
@@ -306,5 +307,5 @@ def _calibrate(a, make_ctx) -> int:
 def cli(argv:list[str], # arguments after `keel calibrate`
         make_ctx # builds the AppContext on demand
        ) -> int:
-    "`keel calibrate`: 0 stored (--check: holds), 1 --check found it moved, 2 invalid input (fewer than `MIN_ITEMS` usable items), 3 model unavailable."
+    "`keel calibrate`: 0 stored (or holds), 1 moved (--check), 2 invalid input (too few usable items), 3 no model."
     return run_command(_parser(), argv, lambda a: _calibrate(a, make_ctx))
