@@ -86,7 +86,7 @@ def side_by_side(results:dict):
 
 def gates_side_by_side(results:dict):
     import pandas as pd
-    return pd.concat({name: pd.DataFrame([dict(gate=g.name, bound=f"{g.direction} {g.bound}", value=g.value, passed=g.passed)
+    return pd.concat({name: pd.DataFrame([dict(gate=g.metric, bound=f"{g.direction} {g.bound}", value=g.current, passed=g.passed)
                                           for g in r.gates]).set_index("gate") for name, r in results.items()}, axis=1).round(2)
 
 
@@ -112,7 +112,7 @@ def main(argv=None):
     import pandas as pd
     with pd.option_context("display.width", 250, "display.max_rows", 200, "display.max_columns", 20):
         print(side_by_side(res)); print(gates_side_by_side(res))
-    print(f"reports: {out}/reports-*/robustness-latest.html")
+    print(f"reports: {out}/reports-*/latest-robustness.html")
 
 
 if __name__ == "__main__":
