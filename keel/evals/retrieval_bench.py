@@ -16,14 +16,14 @@ from ..atomicfile import atomic_path
 from ..executor import Task, Workers
 from ..providers.base import ChunkHit, Embeddings, allowed, effective_tags
 from ..stats import paired_randomisation
-from .gate import meets, describe, FloorCheck
+from .gate import meets, FloorCheck, report_head, latest_name
 from .core import norm, document_matches, mean_by_key
 from .metrics import query_measures, trec_order
 from .retrieval_data import Judgment, Dataset, Gate, LEVELS, load_dataset, passage
 
 # %% auto #0
 __all__ = ['BENCH_TAGS', 'System', 'corpus_context', 'CachedEmbeddings', 'judge_ranking', 'metric_key', 'case_metrics',
-           'standard_systems', 'run_file_system', 'BenchmarkResult', 'run_benchmark', 'GateResult', 'check_gates',
+           'standard_systems', 'run_file_system', 'BenchmarkResult', 'run_benchmark', 'gate_name', 'check_gates',
            'RetrievalTask', 'retrieval_systems']
 
 # %% ../../nbs/50b_evals_retrieval_bench.ipynb #ff749668
@@ -182,12 +182,28 @@ class BenchmarkResult:
     qrels: dict = field(default_factory=dict)          # level -> case id -> {unit id: grade}
     scores: dict = field(default_factory=dict)         # system -> level -> case id -> {metric: value}
     seconds: dict = field(default_factory=dict)        # system -> seconds spent retrieving
-    gates: list = field(default_factory=list)          # GateResult, filled by `check_gates`
+    gates: list = field(default_factory=list)          # a FloorCheck per dataset gate, in order (`check_gates`)
     seed: int = 0
     permutations: int = 10_000
+    head: dict = field(default_factory=lambda: report_head("retrieval"))   # schema version, kind, stamp
+    kind = "retrieval"                                 # a `keel.evals.gate.HarnessResult`
 
     @property
     def passed(self) -> bool: return all(g.passed is not False for g in self.gates)
+    @property
+    def payload(self) -> dict:
+        "The JSON report (`keel.evals.retrieval_report.to_json`)."
+        from keel.evals.retrieval_report import to_json
+        return to_json(self)
+    def write(self, report_dir:Path|str) -> tuple[Path, Path]:
+        "Write `retrieval-<stamp>.json/.md` and `latest-retrieval.*` in `report_dir`; return the stamped paths."
+        from keel.evals.retrieval_report import to_markdown
+        import json
+        d = Path(report_dir); d.mkdir(parents=True, exist_ok=True)
+        js, md = json.dumps(self.payload, indent=1) + "\n", to_markdown(self)
+        for stem in (f"retrieval-{self.head['stamp']}", latest_name("retrieval")):
+            (d/f"{stem}.json").write_text(js, encoding="utf-8"); (d/f"{stem}.md").write_text(md, encoding="utf-8")
+        return d/f"retrieval-{self.head['stamp']}.json", d/f"retrieval-{self.head['stamp']}.md"
 
 # %% ../../nbs/50b_evals_retrieval_bench.ipynb #c44f21d2
 def _source_systems(source, skipped) -> dict[str, System]:
@@ -265,37 +281,27 @@ def compare(self:BenchmarkResult, a:str, b:str, level:str, metric:str) -> tuple[
     return (sum(xa) - sum(xb)) / len(ids), paired_randomisation(xa, xb, self.permutations, self.seed)
 
 # %% ../../nbs/50b_evals_retrieval_bench.ipynb #3b2d08d2
-@dataclass
-class GateResult:
-    "The outcome of one gate."
-    gate: Gate
-    value: float|None                 # None when skipped
-    passed: bool|None                 # None when skipped
-    detail: str = ""                  # which system, the p-value of a delta, or why it was skipped
-    @property
-    def reason(self) -> str|None:
-        "Why it failed, in the words every harness uses (`keel.evals.gate.describe`); None unless it failed."
-        if self.passed is not False: return None
-        g = self.gate
-        name = f"{g.system} {g.level} {metric_key(g.metric, g.cutoff)}"
-        return describe(FloorCheck(name, float(g.minimum), "at least", self.value, False).failure())
+def gate_name(g:Gate) -> str:
+    "How a retrieval gate's bound is named in its check and its failure: system, level and metric."
+    return f"{g.system} {g.level} {metric_key(g.metric, g.cutoff)}"
 
 # %% ../../nbs/50b_evals_retrieval_bench.ipynb #7bd25882
-def _gate_result(res:BenchmarkResult, g:Gate) -> GateResult:
-    key = metric_key(g.metric, g.cutoff)
+def _gate_result(res:BenchmarkResult, g:Gate) -> FloorCheck:
+    key, check = metric_key(g.metric, g.cutoff), lambda v, ok, why="": FloorCheck(gate_name(g), float(g.minimum),
+                                                                                 "at least", v, ok, why)
     if g.system.startswith("delta:"):
         a, b = g.system[6:].split("-")
         if missing := [s for s in (a, b) if s not in res.systems]:
-            return GateResult(g, None, None, f"skipped: {missing[0]} did not run")
+            return check(None, None, f"skipped: {missing[0]} did not run")
         d, p = res.compare(a, b, g.level, key)
-        return GateResult(g, d, meets(d, g.minimum), f"{a} - {b}, p={p:.3f}")
+        return check(d, meets(d, g.minimum), f"{a} - {b}, p={p:.3f}")
     names = res.systems if g.system == "all" else [g.system] if g.system in res.systems else []
-    if not names: return GateResult(g, None, None, f"skipped: {g.system} did not run")
+    if not names: return check(None, None, f"skipped: {g.system} did not run")
     v, worst = min((res.overall(s, g.level)[key], s) for s in names)
-    return GateResult(g, v, meets(v, g.minimum), worst if g.system == "all" else "")
+    return check(v, meets(v, g.minimum), worst if g.system == "all" else "")
 
 # %% ../../nbs/50b_evals_retrieval_bench.ipynb #c2193a6e
-def check_gates(res:BenchmarkResult) -> list[GateResult]:
+def check_gates(res:BenchmarkResult) -> list[FloorCheck]:
     "Evaluate the dataset's gates against a result (stored on it, and returned)."
     res.gates = [_gate_result(res, g) for g in res.dataset.gates]
     return res.gates

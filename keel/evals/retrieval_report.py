@@ -12,7 +12,7 @@ from .retrieval_data import LEVELS
 from .retrieval_bench import BenchmarkResult, metric_key, _docno
 
 # %% auto #0
-__all__ = ['SCHEMA_VERSION', 'format_text', 'to_json', 'to_markdown', 'write_trec_run', 'write_trec_qrels']
+__all__ = ['format_text', 'to_json', 'to_markdown', 'write_trec_run', 'write_trec_qrels']
 
 # %% ../../nbs/50c_evals_retrieval_report.ipynb #8caeb3ff
 def _columns(cutoffs):
@@ -59,13 +59,12 @@ def _category_table(res:BenchmarkResult, head:str) -> list[str]:
 def _gate_lines(res:BenchmarkResult) -> list[str]:
     "One line per gate: PASS, FAIL or SKIP, its value and minimum."
     out = []
-    for g in res.gates:
+    for s, g in zip(res.dataset.gates, res.gates):     # the dataset's gate and its check
         state = "SKIP" if g.passed is None else "PASS" if g.passed else "FAIL"
-        val = "" if g.value is None else f"{g.value:.4f} "
+        val = "" if g.current is None else f"{g.current:.4f} "
         if g.passed is False:                          # a failure in the words of every harness's gate
-            out.append(f"gate {g.gate.id}: FAIL {g.reason}" + (f" ({g.detail})" if g.detail else "")); continue
-        out.append(f"gate {g.gate.id}: {state} {g.gate.system} {g.gate.level} "
-                   f"{metric_key(g.gate.metric, g.gate.cutoff)} {val}(minimum {g.gate.minimum}) {g.detail}".rstrip())
+            out.append(f"gate {s.id}: FAIL {g.reason}" + (f" ({g.detail})" if g.detail else "")); continue
+        out.append(f"gate {s.id}: {state} {g.metric} {val}(minimum {s.minimum}) {g.detail}".rstrip())
     return out
 
 # %% ../../nbs/50c_evals_retrieval_report.ipynb #165cae39
@@ -86,12 +85,10 @@ def format_text(res:BenchmarkResult) -> str:
     )
 
 # %% ../../nbs/50c_evals_retrieval_report.ipynb #0c8c73fe
-SCHEMA_VERSION = 1
-
 def to_json(res:BenchmarkResult, top:int=10) -> dict:
     "The result as JSON-ready data: overall, per category, per case (with each system's top units), gates."
     ds = res.dataset
-    return {"schema_version": SCHEMA_VERSION, "kind": "retrieval",
+    return {**res.head,
             "dataset": {"id": ds.id, "source": ds.source, "sha256": ds.digest, "cases": len(ds.cases),
                         "cutoffs": ds.cutoffs},
             "depth": res.depth, "systems": res.systems, "skipped": res.skipped,
@@ -101,8 +98,8 @@ def to_json(res:BenchmarkResult, top:int=10) -> dict:
             "comparisons": res.comparisons(),
             "significance": {"test": "paired randomisation, two-sided", "permutations": res.permutations,
                              "seed": res.seed},
-            "gates": [{**asdict(g.gate), "value": g.value, "passed": g.passed, "detail": g.detail, "reason": g.reason}
-                      for g in res.gates],
+            "gates": [{**asdict(s), "value": g.current, "passed": g.passed, "detail": g.detail, "reason": g.reason}
+                      for s, g in zip(ds.gates, res.gates)],
             "passed": res.passed,
             "cases": [{"id": c.id, "category": c.category, "query": c.query, "user_tags": c.user_tags,
                        "results": {s: {lv: {**res.scores[s][lv][c.id], "ranked": res.ranked[s][lv][c.id][:top]}
@@ -127,11 +124,11 @@ def to_markdown(res:BenchmarkResult) -> str:
     if res.gates:
         out += ["", "### Gates", "", "| gate | system | level | metric | value | minimum | result |",
                 "|---|---|---|---|---|---|---|"]
-        for g in res.gates:
+        for s, g in zip(ds.gates, res.gates):
             state = "skipped" if g.passed is None else "pass" if g.passed else "**FAIL**"
-            val = "" if g.value is None else f"{g.value:.4f}"
-            out.append(f"| {g.gate.id} | {g.gate.system} | {g.gate.level} | {metric_key(g.gate.metric, g.gate.cutoff)} "
-                       f"| {val} | {g.gate.minimum} | {state} {g.detail} |")
+            val = "" if g.current is None else f"{g.current:.4f}"
+            out.append(f"| {s.id} | {s.system} | {s.level} | {metric_key(s.metric, s.cutoff)} "
+                       f"| {val} | {s.minimum} | {state} {g.detail} |")
     if res.skipped: out += ["", *[f"- skipped `{s}`: {r}" for s, r in res.skipped.items()]]
     return "\n".join(out) + "\n"
 
