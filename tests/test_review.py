@@ -155,7 +155,7 @@ def test_base_extracted_without_touching_the_checkout(repo, reviewed):
     assert reviewed.base == dict(ref=c["base"], commit=c["base"])
 
 def test_reports(reviewed, tmp_path):
-    reviewed.write(tmp_path/"r.json", tmp_path/"r.md")
+    reviewed.write_files(tmp_path/"r.json", tmp_path/"r.md")
     data = json.loads((tmp_path/"r.json").read_text())
     validate(data, "review-report")
     assert data["gate"] == dict(mode="regressions", passed=False, reason="1 case(s) regressed: quotes-threshold")

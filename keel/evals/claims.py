@@ -11,8 +11,9 @@ from typing import Callable, Sequence
 from fastcore.basics import patch
 from ..errors import KeelError, InputError, DocumentError, EXIT_OK, EXIT_FAILED
 from ..command import command_parser, run_command
+from .gate import report_head, write_report_files
 from .core import norm, invalid, read_dataset
-from .answer_command import SCHEMA_VERSION, text_digest
+from .answer_command import text_digest
 from .review import git, locate, resolve_commit
 
 # %% auto #0
@@ -227,6 +228,8 @@ class ClaimsResult:
     checkpoints: list[dict]                  # [{ref, commit}], oldest first
     claims: list[ClaimReplay]
     limits: dict = field(default_factory=lambda: dict(LIMITS))
+    head: dict = field(default_factory=lambda: report_head("claims"))   # schema version, kind, stamp
+    kind = "claims"                          # a `keel.evals.gate.HarnessResult`
 
     def counts(self, i:int=-1) -> dict:
         "Statuses at checkpoint `i` (default: the last)."
@@ -240,6 +243,8 @@ class ClaimsResult:
         return [f"{n[k]} {k} claim(s), at most {v} allowed" for k, v in self.limits.items() if n[k] > v]
     @property
     def passed(self) -> bool: return not self.failures
+    @property
+    def payload(self) -> dict: return self.to_dict()
     @property
     def exit_code(self) -> int: return EXIT_OK if self.passed else EXIT_FAILED
 
@@ -261,7 +266,7 @@ def replay_claims(dataset:Path|str|ClaimsDataset, # a claims dataset or its path
 def to_dict(self:ClaimsResult) -> dict:
     "The JSON report (see `schemas/claims-report.schema.json`)."
     d = self.dataset
-    return dict(schema_version=SCHEMA_VERSION, kind="claims", dataset=dict(id=d.id, digest=d.digest, path=str(d.path)),
+    return dict(**self.head, dataset=dict(id=d.id, digest=d.digest, path=str(d.path)),
                 checkpoints=self.checkpoints, gate=dict(passed=self.passed, limits=self.limits, failures=self.failures),
                 summary=self.counts(), mismatched=[dict(claim=c, checkpoint=r) for c, r in self.mismatched],
                 claims=[dict(id=c.claim.id, type=c.claim.type, text=c.claim.text, status=c.status,
@@ -285,11 +290,18 @@ def to_markdown(self:ClaimsResult) -> str:
 
 # %% ../../nbs/59_evals_claims.ipynb #636a3b6b
 @patch
-def write(self:ClaimsResult, json_path=None, markdown_path=None):
+def write_files(self:ClaimsResult, json_path=None, markdown_path=None):
     "Write the JSON and/or Markdown report."
     for p, text in ((json_path, lambda: json.dumps(self.to_dict(), indent=2, ensure_ascii=False)),
                     (markdown_path, self.to_markdown)):
         if p: p = Path(p); p.parent.mkdir(parents=True, exist_ok=True); p.write_text(text(), encoding="utf-8")
+
+@patch
+def write(self:ClaimsResult, report_dir:Path|str) -> tuple[Path, Path]:
+    "Write `claims-<stamp>.json/.md` and `latest-claims.*` in `report_dir`; return the stamped paths."
+    return write_report_files(report_dir, self.kind, self.head["stamp"],
+                              dict(json=json.dumps(self.to_dict(), indent=2, ensure_ascii=False),
+                                   md=self.to_markdown()))
 
 # %% ../../nbs/59_evals_claims.ipynb #bf759f72
 def claims_parser() -> argparse.ArgumentParser:
@@ -309,7 +321,7 @@ def claims_parser() -> argparse.ArgumentParser:
 def _replay(a) -> int:
     if min(a.max_stale, a.max_hallucinated, a.max_unverified) < 0: raise InputError("--max-* limits must be 0 or more")
     res = replay_claims(a.dataset, a.target, a.max_stale, a.max_hallucinated, a.max_unverified)
-    res.write(a.json, a.markdown)
+    res.write_files(a.json, a.markdown)
     print(res.to_markdown())
     return res.exit_code
 

@@ -16,9 +16,9 @@ from .core import item_value
 
 # %% auto #0
 __all__ = ['SCHEMA_VERSION', 'KAPPA_BAR', 'REPORT_ROWS', 'worse_by', 'meets', 'Regression', 'describe', 'Gate', 'FloorCheck',
-           'matched_interval', 'report_kind', 'latest_name', 'report_head', 'kind_of_report', 'read_report',
-           'load_baseline', 'differences', 'check_same', 'default_baseline_path', 'promote', 'HarnessResult',
-           'check_result']
+           'matched_interval', 'report_kind', 'latest_name', 'report_head', 'write_report_files', 'kind_of_report',
+           'read_report', 'load_baseline', 'differences', 'check_same', 'default_baseline_path', 'promote',
+           'HarnessResult', 'check_result']
 
 # %% ../../nbs/49a_evals_gate.ipynb #dd8ed081
 def worse_by(current:float, reference:float, margin:float, lower:bool=False) -> bool:
@@ -144,6 +144,16 @@ def report_head(kind:str, # a harness: run, agent, robustness, retrieval, review
     now = now or dt.datetime.now(dt.timezone.utc)
     return dict(schema_version=SCHEMA_VERSION, kind=report_kind(kind), stamp=now.strftime("%Y%m%dT%H%M%S-%fZ"),
                 created_at=now.isoformat(timespec="seconds"))
+
+def write_report_files(report_dir:Path|str, kind:str, stamp:str, # the folder, the harness, the head's stamp
+                       files:dict # suffix (`json`, `md`) -> the text
+                      ) -> tuple[Path, ...]:
+    "Write `<kind>-<stamp>.<suffix>` and `latest-<kind>.<suffix>` for each text; return the stamped paths."
+    d, short = Path(report_dir), report_kind(kind).removeprefix("keel-eval-")
+    d.mkdir(parents=True, exist_ok=True)
+    for stem in (f"{short}-{stamp}", latest_name(kind)):
+        for suffix, text in files.items(): (d/f"{stem}.{suffix}").write_text(text, encoding="utf-8")
+    return tuple(d/f"{short}-{stamp}.{suffix}" for suffix in files)
 
 # %% ../../nbs/49a_evals_gate.ipynb #0b0edcbe
 def kind_of_report(p) -> str|None:

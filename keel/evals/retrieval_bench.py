@@ -16,7 +16,7 @@ from ..atomicfile import atomic_path
 from ..executor import Task, Workers
 from ..providers.base import ChunkHit, Embeddings, allowed, effective_tags
 from ..stats import paired_randomisation
-from .gate import meets, FloorCheck, report_head, latest_name
+from .gate import meets, FloorCheck, report_head, write_report_files
 from .core import norm, document_matches, mean_by_key
 from .metrics import query_measures, trec_order
 from .retrieval_data import Judgment, Dataset, Gate, LEVELS, load_dataset, passage
@@ -199,11 +199,8 @@ class BenchmarkResult:
         "Write `retrieval-<stamp>.json/.md` and `latest-retrieval.*` in `report_dir`; return the stamped paths."
         from keel.evals.retrieval_report import to_markdown
         import json
-        d = Path(report_dir); d.mkdir(parents=True, exist_ok=True)
-        js, md = json.dumps(self.payload, indent=1) + "\n", to_markdown(self)
-        for stem in (f"retrieval-{self.head['stamp']}", latest_name("retrieval")):
-            (d/f"{stem}.json").write_text(js, encoding="utf-8"); (d/f"{stem}.md").write_text(md, encoding="utf-8")
-        return d/f"retrieval-{self.head['stamp']}.json", d/f"retrieval-{self.head['stamp']}.md"
+        return write_report_files(report_dir, self.kind, self.head["stamp"],
+                                  dict(json=json.dumps(self.payload, indent=1) + "\n", md=to_markdown(self)))
 
 # %% ../../nbs/50b_evals_retrieval_bench.ipynb #c44f21d2
 def _source_systems(source, skipped) -> dict[str, System]:

@@ -11,8 +11,9 @@ from typing import Callable, Sequence
 from fastcore.basics import patch
 from ..errors import KeelError, InputError, EXIT_OK, EXIT_FAILED
 from ..command import command_parser, run_command, print_error
+from .gate import report_head, write_report_files
 from .core import norm, source_ref, invalid, int_value, number_value, text_list, read_dataset
-from .answer_command import (SCHEMA_VERSION, DEFAULT_TIMEOUT, Source, Claim, CommandAnswer, make_locators,
+from .answer_command import (DEFAULT_TIMEOUT, Source, Claim, CommandAnswer, make_locators,
                                        build_request, answer_with_command, text_digest)
 
 # %% auto #0
@@ -409,6 +410,8 @@ class ReviewResult:
     changed_paths: list[str] = field(default_factory=list)
     uncovered: list[str] = field(default_factory=list)
     ingest_failures: dict = field(default_factory=dict)   # revision (working, base) -> documents that failed to ingest
+    head: dict = field(default_factory=lambda: report_head("review"))   # schema version, kind, stamp
+    kind = "review"                           # a `keel.evals.gate.HarnessResult`
 
     def ids(self, cls:str) -> list[str]: return [c.id for c in self.cases if c.classification == cls]
     @property
@@ -426,6 +429,8 @@ class ReviewResult:
             else "every case passes"
         )
     @property
+    def payload(self) -> dict: return self.to_dict()
+    @property
     def exit_code(self) -> int: return EXIT_OK if self.passed else EXIT_FAILED
 
 # %% ../../nbs/58_evals_review.ipynb #f6cb85ce
@@ -442,7 +447,7 @@ def summary(self:ReviewResult) -> dict:
 def to_dict(self:ReviewResult) -> dict:
     "The JSON report (see `schemas/review-report.schema.json`)."
     d = self.dataset
-    return dict(schema_version=SCHEMA_VERSION, kind="review", dataset=dict(id=d.id, digest=d.digest, path=str(d.path)),
+    return dict(**self.head, dataset=dict(id=d.id, digest=d.digest, path=str(d.path)),
                 base=self.base, working=self.working, gate=dict(mode=self.gate, passed=self.passed, reason=self.reason),
                 summary=self.summary(), changed_paths=self.changed_paths, uncovered=self.uncovered,
                 ingest_failures=self.ingest_failures, cases=[c.to_dict() for c in self.cases])
@@ -582,12 +587,19 @@ def _markdown_details(self:ReviewResult) -> str:
 
 # %% ../../nbs/58_evals_review.ipynb #aa29f64a
 @patch
-def write(self:ReviewResult, json_path:Path|str|None=None, markdown_path:Path|str|None=None):
+def write_files(self:ReviewResult, json_path:Path|str|None=None, markdown_path:Path|str|None=None):
     "Write the JSON and/or Markdown report."
     for p, text in ((json_path, lambda: json.dumps(self.to_dict(), indent=2, ensure_ascii=False)),
                     (markdown_path, self.to_markdown)):
         if p:
             p = Path(p); p.parent.mkdir(parents=True, exist_ok=True); p.write_text(text(), encoding="utf-8")
+
+@patch
+def write(self:ReviewResult, report_dir:Path|str) -> tuple[Path, Path]:
+    "Write `review-<stamp>.json/.md` and `latest-review.*` in `report_dir`; return the stamped paths."
+    return write_report_files(report_dir, self.kind, self.head["stamp"],
+                              dict(json=json.dumps(self.to_dict(), indent=2, ensure_ascii=False),
+                                   md=self.to_markdown()))
 
 # %% ../../nbs/58_evals_review.ipynb #3928087a
 def _split_command(argv:Sequence[str]) -> tuple[list[str], list[str]|None]:
@@ -628,7 +640,7 @@ def review_parser() -> argparse.ArgumentParser:
 def _review(args, cmd, make_ctx) -> int:
     res = review(args.dataset, args.target, base=args.base, gate=args.gate, answer_command=cmd, make_ctx=make_ctx,
                  timeout=args.answer_timeout)
-    res.write(args.json, args.markdown)
+    res.write_files(args.json, args.markdown)
     if args.markdown:
         print(f"review {res.dataset.id}: gate {res.gate} {'passed' if res.passed else 'FAILED'}: {res.reason}")
     else: print(res.to_markdown())
