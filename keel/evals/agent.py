@@ -4,7 +4,7 @@
 
 # %% ../../nbs/61_evals_agent.ipynb #af418dbb
 from __future__ import annotations
-import argparse, dataclasses, sys, datetime as dt, hashlib, json, sqlite3, tempfile, time
+import argparse, dataclasses, sys, hashlib, json, sqlite3, tempfile, time
 from dataclasses import dataclass, field
 from pathlib import Path
 from ..errors import InputError, EXIT_OK, EXIT_FAILED
@@ -19,7 +19,7 @@ from ..agent import approvals as q
 from ..stats import mean, percentile
 from .checkpoint import Checkpoint, code_version
 from .gate import (Gate, Regression, describe, read_report, load_baseline, check_same, default_baseline_path,
-                             promote)
+                             promote, report_head, latest_name)
 from .report import report_page, esc, fmt, write_run_files
 
 # %% auto #0
@@ -234,14 +234,19 @@ def run_task(loop:AgentLoop, task:AgentTask, max_steps:int|None=None) -> dict:
 # %% ../../nbs/61_evals_agent.ipynb #9d47dde0
 @dataclass
 class AgentEvalResult:
-    "What one `keel eval agent` run produced."
+    "What one `keel eval agent` run produced (a `keel.evals.gate.HarnessResult`)."
     payload: dict
     json_path: Path|None = None
     html_path: Path|None = None
+    kind = "agent"
     @property
     def summary(self) -> dict: return self.payload["summary"]
     @property
     def passed(self) -> bool: return self.payload["gate"]["passed"]
+    def write(self, report_dir:Path|str) -> tuple[Path, Path]:
+        "Write `agent-<stamp>.json/.html` and `latest-agent.*` in `report_dir`; return the stamped paths."
+        self.json_path, self.html_path = write_agent_report(self.payload, report_dir)
+        return self.json_path, self.html_path
 
 def gate(summary:dict, min_success:float|None=None, regressions:list|None=None) -> dict:
     "Zero violations; task success at least `min_success` when given; no regression beyond tolerance on the baseline."
@@ -395,7 +400,7 @@ def render_agent_report(p:dict) -> str:
 def write_agent_report(payload:dict, report_dir:Path|str) -> tuple[Path, Path]:
     "Write `agent-<stamp>.json/.html` and `latest-agent.*`; return the stamped paths."
     return write_run_files(payload, render_agent_report(payload), report_dir, f"agent-{payload['stamp']}",
-                           "latest-agent")
+                           latest_name("agent"))
 
 # %% ../../nbs/61_evals_agent.ipynb #43b73dc7
 def run_agent_eval(ctx, # an AppContext (llm, con, ledger, log, retriever, ingestor, settings)
@@ -422,10 +427,8 @@ def run_agent_eval(ctx, # an AppContext (llm, con, ledger, log, retriever, inges
     config = run_config(tasks_path, backend, model, tool_mode, max_steps, style)
     done = reuse_rows(earlier, config)
     baseline = load_agent_baseline(baseline_path, config)          # a mismatch fails before any model call
-    now = dt.datetime.now(dt.timezone.utc)
-    head = dict(schema_version=1, kind="keel-eval-agent", stamp=now.strftime("%Y%m%dT%H%M%S-%fZ"),
-                created_at=now.isoformat(timespec="seconds"), tasks_path=str(tasks_path),
-                profile=getattr(ctx.settings, "profile", ""), **config)
+    head = dict(**report_head("agent"), tasks_path=str(tasks_path), profile=getattr(ctx.settings, "profile", ""),
+                **config)
     auto = checkpoint is None and report_dir is not None                # kept beside the reports, removed at the end
     ck_path = checkpoint or (Path(report_dir)/f"agent-{head['stamp']}.checkpoint.jsonl" if auto else None)
     ck = agent_checkpoint(ctx, ck_path, config) if ck_path and todo else None
@@ -455,7 +458,7 @@ def run_agent_eval(ctx, # an AppContext (llm, con, ledger, log, retriever, inges
                                  tolerances={**AGENT_TOLERANCES, **(tolerances or {})}, **info),
                    methodology=METHODOLOGY)
     res = AgentEvalResult(payload)
-    if report_dir is not None: res.json_path, res.html_path = write_agent_report(payload, report_dir)
+    if report_dir is not None: res.write(report_dir)
     if ck and auto: ck.path.unlink(missing_ok=True)
     return res
 

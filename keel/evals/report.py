@@ -4,20 +4,19 @@
 
 # %% ../../nbs/56_evals_report.ipynb #969f531d
 from __future__ import annotations
-import dataclasses, datetime as dt, html, json, random, statistics
+import dataclasses, html, json, random, statistics
 from pathlib import Path
 from ..stats import bootstrap_interval
 from .checkpoint import code_version
+from .gate import report_head, latest_name
 from .core import RATES, COUNTS, COSTS, DEFAULT_THRESHOLDS, item_value, settings_digest
 
 # %% auto #0
-__all__ = ['SCHEMA_VERSION', 'METHODOLOGY', 'GROUPS', 'CSS', 'TREND_METRICS', 'build_payload', 'write_run_files', 'write_report',
-           'metric_groups', 'report_page', 'esc', 'fmt', 'cost_line', 'render_report', 'mean_interval', 'scorecard',
-           'runs_frame', 'trend_figure']
+__all__ = ['METHODOLOGY', 'GROUPS', 'CSS', 'TREND_METRICS', 'build_payload', 'write_run_files', 'write_report', 'metric_groups',
+           'report_page', 'esc', 'fmt', 'cost_line', 'render_report', 'mean_interval', 'scorecard', 'runs_frame',
+           'trend_figure']
 
 # %% ../../nbs/56_evals_report.ipynb #bc0b6cff
-SCHEMA_VERSION = 1
-
 METHODOLOGY = [
     "Every golden item is asked through the production answer engine as User('eval', user_tags); nothing is mocked.",
     "Retrieval is scored from the chunks actually placed in front of the model (Answer.retrieved): hit@k is 1 when a "
@@ -77,10 +76,8 @@ def build_payload(ctx, golden_path, digest, rows, summary, regressions, baseline
                   warnings, floors=None) -> dict:
     "The JSON record of one run."
     s = getattr(ctx, "settings", None)
-    now = dt.datetime.now(dt.timezone.utc)
     models = sorted({r["model"] for r in rows if r.get("model")})
-    return dict(schema_version=SCHEMA_VERSION, kind="keel-eval-run", stamp=now.strftime("%Y%m%dT%H%M%S-%fZ"),
-                created_at=now.isoformat(timespec="seconds"), golden_path=str(golden_path), golden_digest=digest,
+    return dict(**report_head("run"), golden_path=str(golden_path), golden_digest=digest,
                 profile=getattr(s, "profile", ""), answer_mode=getattr(s, "answer_mode", ""), model=", ".join(models),
                 settings_digest=settings_digest(s) if s is not None else "", summary=summary, items=rows,
                 gate=dict(passed=not regressions, regressions=[dataclasses.asdict(r) for r in regressions],
@@ -95,7 +92,8 @@ def build_payload(ctx, golden_path, digest, rows, summary, regressions, baseline
                 judge=judge_info, warnings=warnings, methodology=METHODOLOGY, **code_version())
 
 # %% ../../nbs/56_evals_report.ipynb #5f412981
-def write_run_files(payload:dict, page:str, report_dir:Path|str, stem:str, latest:str,
+def write_run_files(payload:dict, page:str, report_dir:Path|str, stem:str,
+                    latest:str|tuple, # the stem(s) of the copies of the newest run, e.g. `latest-agent`
                     assets:dict|None=None # {file name: source path} the page loads, copied beside it when missing
                    ) -> tuple[Path, Path]:
     "Write a run's JSON (one line) and HTML as `<stem>.*` and `<latest>.*` in `report_dir`; return the stamped paths."
@@ -104,13 +102,16 @@ def write_run_files(payload:dict, page:str, report_dir:Path|str, stem:str, lates
         if not (d/name).exists(): (d/name).write_bytes(Path(src).read_bytes())
     js = json.dumps(payload, default=str, ensure_ascii=False) + "\n"
     jp, hp = d/f"{stem}.json", d/f"{stem}.html"
-    for p, text in ((jp, js), (hp, page), (d/f"{latest}.json", js), (d/f"{latest}.html", page)):
+    for p, text in ((jp, js), (hp, page),
+                    *((d/f"{n}.{x}", t) for n in ((latest,) if isinstance(latest, str) else latest)
+                                             for x, t in (("json", js), ("html", page)))):
         p.write_text(text, encoding="utf-8")
     return jp, hp
 
 def write_report(payload:dict, report_dir:Path|str) -> tuple[Path, Path]:
-    "Write the JSON and HTML of a run (and latest.*); return their paths."
-    return write_run_files(payload, render_report(payload), report_dir, f"eval-{payload['stamp']}", "latest")
+    "Write the JSON and HTML of a run (and `latest-run.*` and `latest.*`); return their paths."
+    return write_run_files(payload, render_report(payload), report_dir, f"eval-{payload['stamp']}",
+                           (latest_name("run"), "latest"))
 
 # %% ../../nbs/56_evals_report.ipynb #38f2ffff
 GROUPS = {"Retrieval": ("hit_at_1", "hit_at_3", "hit_at_5", "mrr", "context_precision", "context_recall"),
