@@ -23,10 +23,10 @@ from .gate import read_report
 from .golden import put_golden_item
 
 # %% auto #0
-__all__ = ['OUTCOMES', 'doc_sentences', 'changed_pairs', 'states', 'fact_kind', 'Fact', 'pair_facts', 'extract_facts',
-           'template_question', 'phrased_question', 'Change', 'file_text', 'base_changes', 'indexed_text',
-           'since_changes', 'Probe', 'about', 'says', 'outcome', 'still_stated', 'stale_from', 'make_probe', 'ask',
-           'StaleResult', 'stale_probes', 'golden_item', 'stale_parser', 'cli']
+__all__ = ['OUTCOMES', 'doc_sentences', 'changed_pairs', 'states', 'fact_kind', 'Fact', 'word_changes', 'pair_facts',
+           'extract_facts', 'template_question', 'phrased_question', 'Change', 'file_text', 'base_changes',
+           'indexed_text', 'since_changes', 'Probe', 'about', 'says', 'outcome', 'still_stated', 'stale_from',
+           'make_probe', 'ask', 'StaleResult', 'stale_probes', 'golden_item', 'stale_parser', 'cli']
 
 # %% ../../nbs/66_evals_stale.ipynb #b3e67457
 def doc_sentences(text:str) -> list[str]:
@@ -76,9 +76,9 @@ def fact_kind(old:list[str], new:list[str], # the differing words on each side
     if (ko ^ kn) & _NEG: return "negation"
     if any(_is_date(a, i1 + n) for n in range(len(old))) or any(_is_date(b, j1 + n) for n in range(len(new))):
         return "date"
-    if any(re.search(r"\d", k) or k in _NUMBER_WORDS for k in ko | kn): return "figure"
-    if any(re.search(r"[A-Z]", t) for t in old + new): return "named"
-    return None
+    if any(re.match(r"[$€£]?\d", k) or k in _NUMBER_WORDS for k in ko | kn): return "figure"   # PR-02 is a name
+    caps = lambda ws, at: any(re.search(r"[A-Z]", t) and (at + n > 0 or re.search(r"\d", t)) for n, t in enumerate(ws))
+    return "named" if caps(old, i1) or caps(new, j1) else None     # a capital opening the sentence is no name
 
 # %% ../../nbs/66_evals_stale.ipynb #133c6545
 @dataclass
@@ -121,14 +121,23 @@ def _grow(a, b, i1, i2, j1, j2, new_doc:str, most:int=4) -> tuple[str, str, bool
         elif i2 < len(a) and j2 < len(b): i2, j2 = i2 + 1, j2 + 1
     return old, new, states(old, new_doc)
 
-# %% ../../nbs/66_evals_stale.ipynb #4e2df730
+# %% ../../nbs/66_evals_stale.ipynb #e3a83a5b
+def word_changes(a:list[str], b:list[str]) -> list[tuple[int, int, int, int]]:
+    "The differing word ranges of two sentences, `(i1, i2, j1, j2)`; changes one equal word apart are one change."
+    out = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, [_key(x) for x in a], [_key(x) for x in b],
+                                                     autojunk=False).get_opcodes():
+        if tag == "equal": continue
+        if out and i1 - out[-1][1] <= 1 and j1 - out[-1][3] <= 1: out[-1] = (out[-1][0], i2, out[-1][2], j2)
+        else: out.append((i1, i2, j1, j2))
+    return out
+
+# %% ../../nbs/66_evals_stale.ipynb #1bf13850
 def pair_facts(document:str, old_s:str, new_s:str, # the document's path, an old sentence and its rewrite
                new_doc:str) -> list[Fact]: # the document's new text
     "The changed facts of one rewritten sentence."
     a, b, out = old_s.split(), new_s.split(), []
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, [_key(x) for x in a], [_key(x) for x in b],
-                                                     autojunk=False).get_opcodes():
-        if tag == "equal": continue
+    for i1, i2, j1, j2 in word_changes(a, b):
         kind = fact_kind(a[i1:i2], b[j1:j2], a, b, i1, j1)
         if kind is None: continue
         w = _widen(a, b, i1, i2, j1, j2, kind)
@@ -143,7 +152,7 @@ def extract_facts(document:str, old:str, new:str) -> list[Fact]: # a document's 
     facts = [f for o, n in changed_pairs(old, new) for f in pair_facts(document, o, n, new)]
     return list({(norm(f.old), norm(f.new)): f for f in reversed(facts)}.values())[::-1]
 
-# %% ../../nbs/66_evals_stale.ipynb #7e7edbf6
+# %% ../../nbs/66_evals_stale.ipynb #472069d1
 def template_question(fact:Fact, title:str) -> str:
     "The probe's question from a template: the document and the new sentence with its changed words blanked."
     return f'According to "{title}", what completes this statement: "{fact.cloze}"'
@@ -163,7 +172,7 @@ def phrased_question(llm, fact:Fact, title:str) -> str|None:
           and (not want or len(want & context(q)) >= len(want) / 2))
     return q if ok else None
 
-# %% ../../nbs/66_evals_stale.ipynb #78548cd8
+# %% ../../nbs/66_evals_stale.ipynb #1925d1eb
 @dataclass
 class Change:
     "One changed document: its path in the knowledge base, its text before and after."
@@ -188,7 +197,7 @@ def base_changes(target:Path, ref:str) -> tuple[list[Change], list[str], str]:
         else: out.append(Change(p, old, file_text(now)))
     return out, notes, commit
 
-# %% ../../nbs/66_evals_stale.ipynb #9802d57f
+# %% ../../nbs/66_evals_stale.ipynb #59cf4730
 def indexed_text(con, source:str) -> str:
     "What the index holds of one document: its chunks' text in order."
     rows = con.execute("SELECT c.text FROM chunks c JOIN documents d ON d.id = c.document_id WHERE d.source = ? "
@@ -204,7 +213,7 @@ def _committed_before(target:Path, path:Path, when:str) -> str|None:
     except (InputError, ValueError): return None
     return CommitReader(root, prefix, commit.strip()).text(rel) if commit.strip() else None
 
-# %% ../../nbs/66_evals_stale.ipynb #3bbd7456
+# %% ../../nbs/66_evals_stale.ipynb #e32d5d9f
 def since_changes(ctx, target:Path, report:Path) -> tuple[list[Change], list[str], str]:
     "The documents under `target` whose file changed since a `keel eval run` report: changes, notes, its stamp."
     from keel.ingest.loaders import load
@@ -222,7 +231,7 @@ def since_changes(ctx, target:Path, report:Path) -> tuple[list[Change], list[str
         else: out.append(Change(rel, text, file_text(p)))
     return out, notes, old.get("stamp", "")
 
-# %% ../../nbs/66_evals_stale.ipynb #71b3f06b
+# %% ../../nbs/66_evals_stale.ipynb #c6ec068f
 @dataclass
 class Probe:
     "A changed fact as a question, its answer, and where a stale answer came from."
@@ -239,7 +248,7 @@ class Probe:
     def to_dict(self) -> dict:
         return dict(id=self.fact.id, **asdict(self.fact), **{k: v for k, v in asdict(self).items() if k != "fact"})
 
-# %% ../../nbs/66_evals_stale.ipynb #c5074394
+# %% ../../nbs/66_evals_stale.ipynb #8dd06ae1
 def about(fact:Fact, sentence:str) -> bool:
     "Whether `sentence` is about what the fact's sentence is about (a third of its content words, at least one)."
     want = context(fact.cloze.replace("___", " "))
@@ -264,7 +273,7 @@ def still_stated(con, fact:Fact, source:str|None) -> list[dict]:
     return [dict(source=s, title=t, chunk_id=i, same_document=s == source) for i, s, t, x in rows
             if says(fact, fact.old, x)]
 
-# %% ../../nbs/66_evals_stale.ipynb #cb5c41d5
+# %% ../../nbs/66_evals_stale.ipynb #3d2d4bc2
 def stale_from(fact:Fact, answer, source:str|None) -> list[dict]: # source: the changed document's indexed source
     "Where a stale answer's old value came from: the passages it was given that state it, else the cache."
     out = []
@@ -280,7 +289,7 @@ def stale_from(fact:Fact, answer, source:str|None) -> list[dict]: # source: the 
         out.append(dict(kind="cache", fix="clear the model-call cache (keel cache clear)"))
     return out or [dict(kind="unexplained", fix="no passage given to the model states it: the model said it")]
 
-# %% ../../nbs/66_evals_stale.ipynb #c6ade9c5
+# %% ../../nbs/66_evals_stale.ipynb #612f7078
 def _indexed(con, target:Path) -> dict:
     "Indexed documents by their resolved path: {source, title, tags}."
     out = {}
@@ -304,7 +313,7 @@ def ask(ctx, p:Probe) -> Probe:
     p.still_stated_by = still_stated(ctx.con, p.fact, p.source)
     return p
 
-# %% ../../nbs/66_evals_stale.ipynb #9ee61e44
+# %% ../../nbs/66_evals_stale.ipynb #613d9efc
 OUTCOMES = ("stale", "updated", "missed", "refused")
 
 @dataclass
@@ -324,7 +333,7 @@ class StaleResult:
     @property
     def exit_code(self) -> int: return EXIT_OK if self.passed else EXIT_FAILED
 
-# %% ../../nbs/66_evals_stale.ipynb #cd532949
+# %% ../../nbs/66_evals_stale.ipynb #ce21885b
 def stale_probes(ctx, # the context whose answer engine and index are probed
                  target:Path|str, # the knowledge-base folder
                  base:str|None=None, since:Path|str|None=None, # a git revision, or a `keel eval run` report
@@ -341,7 +350,7 @@ def stale_probes(ctx, # the context whose answer engine and index are probed
     probes = [ask(ctx, make_probe(ctx, f, target, indexed, phrase)) for f in facts]
     return StaleResult(against, probes, notes, [c.path for c in changes], max_stale)
 
-# %% ../../nbs/66_evals_stale.ipynb #e6247566
+# %% ../../nbs/66_evals_stale.ipynb #3dface49
 @patch(as_prop=True)
 def summary(self:StaleResult) -> dict:
     "Counts and rates of one run."
@@ -361,7 +370,7 @@ def to_dict(self:StaleResult) -> dict:
                 summary=self.summary, gate=dict(passed=self.passed, max_stale=self.max_stale), notes=self.notes,
                 documents=self.documents, items=[p.to_dict() for p in self.probes])
 
-# %% ../../nbs/66_evals_stale.ipynb #f701e987
+# %% ../../nbs/66_evals_stale.ipynb #635e21ac
 def _where(s:dict) -> str:
     return {"chunk": f"a chunk still indexed from an older version of {s.get('title')}",
             "document": f"another document, {s.get('title')}, that still states it",
@@ -390,7 +399,7 @@ def lines(self:StaleResult) -> list[str]:
     out.append(f"gate: {'passed' if self.passed else 'failed'}: {s['stale']} stale answers, at most {self.max_stale}")
     return out
 
-# %% ../../nbs/66_evals_stale.ipynb #caa516e9
+# %% ../../nbs/66_evals_stale.ipynb #ed54557c
 def golden_item(p:Probe) -> dict:
     "A probe as a golden item."
     return dict(id=p.fact.id, question=p.question, user_tags=list(p.tags), expected_answer=p.fact.new_sentence,
@@ -403,7 +412,7 @@ def write_golden(self:StaleResult, path:Path|str) -> int:
     for p in self.probes: put_golden_item(path, golden_item(p))
     return len(self.probes)
 
-# %% ../../nbs/66_evals_stale.ipynb #2a23d1b8
+# %% ../../nbs/66_evals_stale.ipynb #f2128af9
 def stale_parser() -> argparse.ArgumentParser:
     "The arguments of `keel eval stale`."
     p = command_parser("keel eval stale", "Probe every fact a knowledge-base change altered: is the old answer gone?",
@@ -420,7 +429,7 @@ def stale_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-stale", type=int, default=0, metavar="N", help="stale answers allowed (default 0)")
     return add_settings_options(p)
 
-# %% ../../nbs/66_evals_stale.ipynb #82d12d58
+# %% ../../nbs/66_evals_stale.ipynb #d49e1db8
 def _write(path:Path|None, text:str):
     if path:
         from keel.atomicfile import atomic_path
