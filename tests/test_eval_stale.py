@@ -51,8 +51,10 @@ def kb(tmp_path, keel_cmd):
 def test_stale_until_every_document_is_reingested(kb, tmp_path):
     kb, run = kb
     (kb/"policy.md").write_text(EDITED)
-    r = run("eval", "stale", kb, "--base", "HEAD", "--json", tmp_path/"a.json")
+    r = run("eval", "stale", kb, "--base", "HEAD", "--json", tmp_path/"a.json", "--report-dir", tmp_path/"reports")
     assert r.returncode == 1, r.stdout + r.stderr
+    latest = json.loads((tmp_path/"reports"/"latest-stale.json").read_text())
+    assert latest["stamp"] == json.loads((tmp_path/"a.json").read_text())["stamp"]
     rep = json.loads((tmp_path/"a.json").read_text())
     assert rep["kind"] == "keel-eval-stale" and rep["summary"]["probes"] == 3
     assert rep["summary"]["stale"] == 3 and rep["summary"]["flagged"] == 3

@@ -4,8 +4,7 @@
 
 # %% ../../nbs/66_evals_stale.ipynb #8c9e055a
 from __future__ import annotations
-import argparse, difflib, hashlib, json, re, subprocess, tempfile
-import datetime as dt
+import argparse, difflib, hashlib, json, re
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 from typing import Callable, Sequence
@@ -19,7 +18,7 @@ from .checkpoint import code_version
 from .review import git, locate, resolve_commit, changed_paths, SUPPORTED
 from .claims import CommitReader
 from .since import corpus_documents
-from .gate import read_report
+from .gate import read_report, report_head, write_report_files
 from .golden import put_golden_item
 
 # %% auto #0
@@ -324,6 +323,8 @@ class StaleResult:
     notes: list[str]                 # documents not probed, and why
     documents: list[str]             # the changed documents probed
     max_stale: int = 0
+    head: dict = field(default_factory=lambda: report_head("stale"))   # schema version, kind, stamp
+    kind = "stale"                                                      # a `keel.evals.gate.HarnessResult`
     def count(self, o:str) -> int: return sum(p.outcome == o for p in self.probes)
     @property
     def flagged(self) -> int:
@@ -332,6 +333,8 @@ class StaleResult:
     def passed(self) -> bool: return self.count("stale") <= self.max_stale
     @property
     def exit_code(self) -> int: return EXIT_OK if self.passed else EXIT_FAILED
+    @property
+    def payload(self) -> dict: return self.to_dict()
 
 # %% ../../nbs/66_evals_stale.ipynb #ce21885b
 def stale_probes(ctx, # the context whose answer engine and index are probed
@@ -364,9 +367,7 @@ def summary(self:StaleResult) -> dict:
 @patch
 def to_dict(self:StaleResult) -> dict:
     "The JSON report."
-    now = dt.datetime.now(dt.timezone.utc)
-    return dict(schema_version=1, kind="keel-eval-stale", stamp=now.strftime("%Y%m%dT%H%M%S-%fZ"),
-                created_at=now.isoformat(timespec="seconds"), **code_version(), against=self.against,
+    return dict(**self.head, **code_version(), against=self.against,
                 summary=self.summary, gate=dict(passed=self.passed, max_stale=self.max_stale), notes=self.notes,
                 documents=self.documents, items=[p.to_dict() for p in self.probes])
 
@@ -399,7 +400,20 @@ def lines(self:StaleResult) -> list[str]:
     out.append(f"gate: {'passed' if self.passed else 'failed'}: {s['stale']} stale answers, at most {self.max_stale}")
     return out
 
-# %% ../../nbs/66_evals_stale.ipynb #ed54557c
+# %% ../../nbs/66_evals_stale.ipynb #ed0a74fd
+@patch
+def to_markdown(self:StaleResult) -> str:
+    "The report as Markdown: what the command prints, one line a bullet."
+    return "## Keel stale-fact probes\n\n" + "\n".join(f"- {l}" for l in self.lines()) + "\n"
+
+@patch
+def write(self:StaleResult, report_dir:Path|str) -> tuple[Path, Path]:
+    "Write `stale-<stamp>.json/.md` and `latest-stale.*` in `report_dir`; return the stamped paths."
+    return write_report_files(report_dir, self.kind, self.head["stamp"],
+                              dict(json=json.dumps(self.to_dict(), indent=2, ensure_ascii=False),
+                                   md=self.to_markdown()))
+
+# %% ../../nbs/66_evals_stale.ipynb #48f24e52
 def golden_item(p:Probe) -> dict:
     "A probe as a golden item."
     return dict(id=p.fact.id, question=p.question, user_tags=list(p.tags), expected_answer=p.fact.new_sentence,
@@ -412,7 +426,7 @@ def write_golden(self:StaleResult, path:Path|str) -> int:
     for p in self.probes: put_golden_item(path, golden_item(p))
     return len(self.probes)
 
-# %% ../../nbs/66_evals_stale.ipynb #f2128af9
+# %% ../../nbs/66_evals_stale.ipynb #92b60c19
 def stale_parser() -> argparse.ArgumentParser:
     "The arguments of `keel eval stale`."
     p = command_parser("keel eval stale", "Probe every fact a knowledge-base change altered: is the old answer gone?",
@@ -425,11 +439,13 @@ def stale_parser() -> argparse.ArgumentParser:
     p.add_argument("--write", type=Path, metavar="FILE", help="add the probes to this golden set")
     p.add_argument("--json", type=Path, help="write the JSON report here")
     p.add_argument("--markdown", type=Path, help="write the report as Markdown here")
+    p.add_argument("--report-dir", type=Path, metavar="DIR",
+                   help="write stale-<stamp>.json/.md and latest-stale.* here")
     p.add_argument("--phrase", action="store_true", help="let the deployment's model word the questions")
     p.add_argument("--max-stale", type=int, default=0, metavar="N", help="stale answers allowed (default 0)")
     return add_settings_options(p)
 
-# %% ../../nbs/66_evals_stale.ipynb #d49e1db8
+# %% ../../nbs/66_evals_stale.ipynb #7db8135d
 def _write(path:Path|None, text:str):
     if path:
         from keel.atomicfile import atomic_path
@@ -443,7 +459,8 @@ def _stale(a, make_ctx) -> int:
     finally: ctx.close()
     text = res.lines()
     _write(a.json, json.dumps(res.to_dict(), indent=2, ensure_ascii=False))
-    _write(a.markdown, "## Keel stale-fact probes\n\n" + "\n".join(f"- {l}" for l in text) + "\n")
+    _write(a.markdown, res.to_markdown())
+    if a.report_dir: text.append(f"report: {res.write(a.report_dir)[0]}")
     if a.write: text.append(f"wrote {res.write_golden(a.write)} golden items to {a.write}")
     print("\n".join(text))
     return res.exit_code
