@@ -110,7 +110,7 @@ def test_since_a_report_reads_the_old_text_from_the_index(kb, tmp_path):
     (kb/"policy.md").write_text(EDITED)            # edited, not re-ingested: the index holds the reported version
     r = run("eval", "stale", kb, "--since", tmp_path/"reports"/"latest.json")
     assert r.returncode == 1, r.stdout + r.stderr
-    assert "3 changed facts in 1 documents" in r.stdout and "stale 3" in r.stdout
+    assert "3 changed facts in 1 document since" in r.stdout and "stale 3" in r.stdout
 
 @pytest.mark.parametrize("args,says", [
     ((), "one of the arguments --base --since is required"),

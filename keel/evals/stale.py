@@ -381,7 +381,8 @@ def _where(s:dict) -> str:
 def lines(self:StaleResult) -> list[str]:
     "What `keel eval stale` prints."
     s, a = self.summary, self.against
-    out = [f"stale probes: {s['probes']} changed facts in {s['documents']} documents since "
+    many = lambda n, w: f"{n} {w}{'' if n == 1 else 's'}"
+    out = [f"stale probes: {many(s['probes'], 'changed fact')} in {many(s['documents'], 'document')} since "
            + (f"{a['base']} ({a['commit'][:12]})" if "base" in a else f"{a['since']}"),
            "  " + ", ".join(f"{o} {s[o]}" for o in OUTCOMES)
            + ("" if s["stale_rate"] is None else f"; stale rate {s['stale_rate']:.0%}")]
