@@ -26,6 +26,8 @@ _DELEGATED = {   # command -> (module, its entry `f(argv, make_ctx) -> int`, hel
     "eval review": ("keel.evals.review", "cli", "evaluate a knowledge-base change against its git base"),
     "eval claims": ("keel.evals.claims", "cli", "replay typed claims across git checkpoints"),
     "eval stale": ("keel.evals.stale", "cli", "probe every fact a document change altered: is the old answer gone?"),
+    "eval acl": ("keel.evals.acl", "cli", "every persona against every restricted document: leaks at retrieval, "
+                 "citations and the answer"),
     "eval draft-golden": ("keel.evals.draft", "cli",
                           "draft golden items from the ingested chunks with the deployment's model"),
     "eval agent": ("keel.evals.agent", "cli",
