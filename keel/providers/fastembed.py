@@ -51,11 +51,13 @@ class FastEmbedEmbeddings:
                  model_file:str="model.onnx", # the ONNX file inside the folder
                  dim:int|None=None, # output dimension; read from config.json when not given
                  # tokens per text; default the folder's sentence_bert_config.json, else its tokenizer's
-                 max_length:int|None=None):
+                 max_length:int|None=None,
+                 memory_arena:bool=False): # onnxruntime's CPU arena: keeps its largest batch's memory forever
         self.model_dir, self.model_file = Path(model_dir), model_file
         self.name = name or self.model_dir.name
         self.batch_size, self.max_batch_chars, self.threads = batch_size, max_batch_chars, threads
         self.dim, self.max_length = dim or _model_dim(self.model_dir), max_length
+        self.memory_arena = memory_arena
         self._model, self._lock = None, threading.Lock()
 
     def __repr__(self): return f"FastEmbedEmbeddings({str(self.model_dir)!r}, dim={self.dim})"
@@ -78,7 +80,8 @@ def _load(self:FastEmbedEmbeddings):
                 _registered.add(key)
         try:
             self._model = TextEmbedding(model_name=key, specific_model_path=str(self.model_dir), threads=self.threads,
-                                        cache_dir=str(self.model_dir), local_files_only=True)
+                                        cache_dir=str(self.model_dir), local_files_only=True,
+                                        enable_cpu_mem_arena=self.memory_arena)
         except Exception as e:
             raise ModelError(
                 f"cannot load the embedding model in {self.model_dir}: {str(e).splitlines()[0][:300]}",
