@@ -522,9 +522,11 @@ def plan_sources(sources:Sequence[str], # files, URLs, folders and manifests as 
 
 # %% ../../nbs/12_ingest_pipeline.ipynb #638a2057
 def _dropped_note(results:list[IngestResult]) -> str:
-    "How many repeated blocks (site navigation, footers) were dropped, and how many documents have warnings."
+    "Chunks held back by the injection screen (and where to review them), repeated blocks dropped, warnings."
     b, w = sum(r.boilerplate for r in results), sum(bool(r.warnings) for r in results)
-    return (f"; {b} repeated block{'s' * (b != 1)} (navigation, footers) dropped" if b else "") + \
+    q = sum(r.quarantined for r in results if r.status in ("added", "replaced"))
+    return (f"; {q} chunk{'s' * (q != 1)} held back by the injection screen (review: keel quarantine list)" if q
+            else "") + (f"; {b} repeated block{'s' * (b != 1)} (navigation, footers) dropped" if b else "") + \
            (f"; {w} document{'s' * (w != 1)} with warnings" if w else "")
 
 def summary_line(results:list[IngestResult], # one per source
