@@ -16,6 +16,7 @@ from .attribution import terms, sentences, statements, figures, attribute, rebui
 from .prompts import (REFUSAL, EVIDENCE, Prompt, build_prompt, fit_prompt, is_refusal, is_bare_citation,
                                  strip_scaffolding, citation_numbers, CITE_RE, clean_source)
 from .jsonschema import validate
+from .conversation import standalone
 
 # %% auto #0
 __all__ = ['best_sentence', 'citation_for', 'resolve_citations', 'infer_citations', 'ranked_sentences', 'SentenceRanking',
@@ -401,11 +402,25 @@ def inputs_digest(self:AnswerEngine, question:str, user:User, json_schema:dict|N
     mode = "json" if json_schema is not None else self.settings.answer_mode
     return answer_inputs(question, user, mode, hits, "evidence" if band else passed, json_schema), score
 
+# %% ../../nbs/31_answer_engine.ipynb #c0a43e01
+@patch
+def _standalone(self:AnswerEngine, question:str, user:User, history, conversation_id:str, rewrite:str,
+                mode:str) -> dict|None:
+    "A follow-up's standalone query, turn number and rewrite (`keel.answer.conversation`); None without history."
+    if history is None: return None
+    if rewrite == "auto": rewrite = "carry" if mode == "extractive" else "model"
+    conv = standalone(question, list(history), user.tags, rewrite=rewrite, llm=lambda: self.llm)
+    return {**conv, "id": conversation_id}
+
+
 # %% ../../nbs/31_answer_engine.ipynb #04e4636c
 @patch
 def answer(self:AnswerEngine, question:str, # the user's question
            user:User, # who asks, with their access tags
-           *, json_schema:dict|None=None # JSON mode: the reply must be data matching this schema
+           *, json_schema:dict|None=None, # JSON mode: the reply must be data matching this schema
+           history:list|None=None, # a conversation's earlier `Turn`s: the question is a follow-up
+           conversation_id:str="", # the conversation's id, recorded with the turn
+           rewrite:str="auto" # follow-up rewrite: `model`, `carry`, `none`; `auto`: model unless extractive
           ) -> Answer:
     "Answer `question` for `user` from the documents their tags allow, with citations, or refuse."
     if not isinstance(question, str) or not question.strip():
@@ -417,11 +432,14 @@ def answer(self:AnswerEngine, question:str, # the user's question
     question = question.strip()
     mode = "json" if json_schema is not None else self.settings.answer_mode
     rid, t0 = uuid.uuid4().hex, time.perf_counter()
+    conv = self._standalone(question, user, history, conversation_id, rewrite, mode)
     self.ledger.append("request", rid, dict(user=user.name, tags=user.effective_tags, anonymous=user.tags is None,
                                             question=question, question_sha256=self._stored_digest(question),
-                                            mode=mode))
+                                            mode=mode, **({"conversation": conv} if conv else {})))
     a = Answer("", request_id=rid, mode=mode, model="" if mode == "extractive" else str(getattr(self.llm, "name", "")))
+    a.conversation = conv
     self._screen_question(question, a)
+    question = conv["standalone"] if conv else question
     try: return self._answer(question, user, json_schema, a, t0)
     except BaseException as e:
         a.error = f"{type(e).__name__}: {e}"
