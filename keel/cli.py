@@ -35,6 +35,7 @@ _DELEGATED = {   # command -> (module, its entry `f(argv, make_ctx) -> int`, hel
     "eval robustness": ("keel.evals.robustness", "cli",
                         "perturb the golden set (noise, missing evidence, counterfactuals, rewording, permissions, "
                         "planted instructions, order) and gate"),
+    "chat": ("keel.chat", "cli", "a conversation: keel chat --user U --tags a,b (/new /sources /up /down /quit)"),
     "agent": ("keel.agent.cli", "cli_agent",
               'carry out a task with tools: keel agent "task" --user U --tags a,b | keel agent resume RUN'),
     "approvals": ("keel.agent.cli", "cli_approvals",

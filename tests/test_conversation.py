@@ -1,0 +1,68 @@
+"""Conversations as a user has them: `keel chat` over the fixture corpus answers a follow-up with the turns before it,
+rates the last answer with /up, and a restricted follow-up or a tag removed between turns leaks nothing."""
+import json
+from pathlib import Path
+from keel.config import load_settings
+from keel.factory import build_context
+from keel.answer.types import User
+from keel.answer.conversation import Conversation
+
+ROOT = Path(__file__).resolve().parents[1]
+MANIFEST = ROOT / "golden" / "corpus" / "manifest.yaml"
+ENV = {"KEEL_ANSWER_MODE": "extractive"}
+SECRET = ("PELICAN-7741", "$108,000", "$128,000", "Band 4", "Band 5")
+
+
+def deployment(d:Path):
+    ctx = build_context(load_settings(env={}, dotenv=None, data_dir=d, answer_mode="extractive"))
+    ctx.ingestor.ingest_manifest(MANIFEST, progress=False)
+    return ctx
+
+
+def test_keel_chat_answers_a_follow_up_with_the_history_and_rates_it(tmp_path, keel_cmd):
+    deployment(tmp_path / "data").close()
+    talk = "How many quotes are needed for a purchase between $10,000 and $100,000?\nAnd which form compares them?\n" \
+           "/up helpful\n/sources\n/quit\n"
+    r = keel_cmd("--data-dir", tmp_path / "data", "chat", "--user", "ana", "--tags", "public", "--format", "json",
+                 input=talk, env=ENV)
+    assert r.returncode == 0, r.stderr
+    rows = [json.loads(x) for x in r.stdout.splitlines() if x.startswith("{")]
+    assert [x["conversation"]["turn"] for x in rows] == [1, 2]
+    second = rows[1]
+    assert second["conversation"]["rewrite"] == "carry" and "quotes" in second["conversation"]["standalone"]
+    assert not second["refused"] and second["citations"], second
+    assert second["citations"][0]["title"] == "Procurement Policy"
+    assert "feedback up on " + second["request_id"] in r.stdout
+    keel_cmd("--data-dir", tmp_path / "data", "export-log", tmp_path / "ledger.jsonl", env=ENV)
+    led = [json.loads(x) for x in (tmp_path / "ledger.jsonl").read_text().splitlines()]
+    fb = [x for x in led if x["kind"] == "feedback"]
+    assert len(fb) == 1 and fb[0]["request_id"] == second["request_id"] and fb[0]["payload"]["verdict"] == "up"
+    req = [x for x in led if x["kind"] == "request" and x["request_id"] == second["request_id"]][0]
+    assert req["payload"]["conversation"]["turn"] == 2 and req["payload"]["conversation"]["id"]
+
+
+def test_the_same_follow_up_without_history_does_not_find_the_form(tmp_path):
+    ctx = deployment(tmp_path / "data")
+    c = Conversation(ctx.answer_engine, User("ana", ("public",)), rewrite="none")
+    c.ask("How many quotes are needed for a purchase between $10,000 and $100,000?")
+    a = c.ask("And which form compares them?")
+    assert a.conversation["standalone"] == "And which form compares them?"
+    ctx.close()
+
+
+def test_restricted_follow_up_is_refused_and_a_removed_tag_takes_effect_next_turn(tmp_path):
+    ctx = deployment(tmp_path / "data")
+    pub = Conversation(ctx.answer_engine, User("pat", ("public",)))
+    pub.ask("Who must approve a purchase worth $120,000?")
+    a = pub.ask("And what salary band is a team lead in, and its range?")
+    assert all("hr" not in h.acl_tags for h in a.retrieved)
+    assert not any(s in a.text for s in SECRET)
+    hr = Conversation(ctx.answer_engine, User("hana", ("hr", "public")))
+    a1 = hr.ask("What is the salary range for Band 4 team leads?")
+    assert any("hr" in h.acl_tags for h in a1.retrieved) and not a1.refused
+    hr.user = User("hana", ("public",))          # the hr tag removed between turns
+    a2 = hr.ask("And Band 5?")
+    assert all("hr" not in h.acl_tags for h in a2.retrieved)
+    assert not any(s in a2.text for s in SECRET)
+    assert "Salary Bands" not in a2.conversation["standalone"]
+    ctx.close()
