@@ -11,7 +11,7 @@ from .command import EXIT_CODES, print_error, add_settings_options, settings_ove
 
 # %% auto #0
 __all__ = ['EXIT_CLOSED_PIPE', 'build_parser', 'main', 'cmd_models', 'cmd_status', 'cmd_ask', 'cmd_verify_ledger',
-           'cmd_export_log', 'cmd_quarantine']
+           'cmd_export_log']
 
 # %% ../nbs/90_cli.ipynb #71389b3f
 _DELEGATED = {   # command -> (module, its entry `f(argv, make_ctx) -> int`, help line)
@@ -54,6 +54,8 @@ _DELEGATED = {   # command -> (module, its entry `f(argv, make_ctx) -> int`, hel
                  "thumbs up or down on an answer: keel feedback REQUEST_ID up|down"),
     "monitor": ("keel.evals.monitor", "cli",
                 "online figures per day and tag set from the inference log, drift flagged"),
+    "quarantine": ("keel.safety.quarantine", "cli", "what the injection screen held back: keel quarantine "
+                   "list [--by-document] | show ID | release ID|--document TITLE|--rule NAME --admin A --reason R"),
 }
 
 # %% ../nbs/90_cli.ipynb #51cc4f93
@@ -75,17 +77,6 @@ def _core_commands(sub):
     e.add_argument("--inference", type=Path, metavar="FILE",
                    help="also write the inference log as JSONL to FILE (identifiers redacted)")
 
-# %% ../nbs/90_cli.ipynb #f1c53e99
-def _quarantine_command(sub):
-    "`keel quarantine list|release`: what the injection screen held back, and releasing one chunk."
-    qa = sub.add_parser("quarantine", help="review and release chunks the injection screen quarantined")
-    qs = qa.add_subparsers(dest="quarantine_command", metavar="ACTION", required=True)
-    qs.add_parser("list", help="quarantined chunks with their reasons")
-    r = qs.add_parser("release", help="return a chunk to search (recorded in the ledger)")
-    r.add_argument("chunk_id", type=int)
-    r.add_argument("--admin", required=True, help="who releases it")
-    r.add_argument("--reason", required=True, help="why the passage is safe")
-
 # %% ../nbs/90_cli.ipynb #05264e6d
 def _delegated_commands(p, sub):
     "The commands an engine runs: listed for `--help`, their options left to the engine; `keel eval ...` nested."
@@ -103,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
                                 "answering with citations, permissions, a ledger and evaluation.")
     p.add_argument("--data-dir", help="data directory (default: KEEL_DATA_DIR or .keel/data)")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    _core_commands(sub); _quarantine_command(sub); _delegated_commands(p, sub)
+    _core_commands(sub); _delegated_commands(p, sub)
     return p
 
 # %% ../nbs/90_cli.ipynb #a60f62c1
@@ -238,22 +229,5 @@ def cmd_export_log(args, make) -> int:
     return EXIT_OK
 
 # %% ../nbs/90_cli.ipynb #0c43f4fc
-def cmd_quarantine(args, make) -> int:
-    "List quarantined chunks, or release one (a ledger row names the administrator and the reason)."
-    ctx = make()
-    if args.quarantine_command == "list":
-        rows = ctx.con.execute(
-            "SELECT c.id, d.title, c.heading, c.quarantine_reason, substr(c.text, 1, 80) FROM "
-            "chunks c JOIN documents d ON d.id = c.document_id WHERE c.quarantined = 1 ORDER BY c.id"
-        ).fetchall()
-        for cid, title, heading, reason, text in rows:
-            print(f"{cid}  {title} > {heading}  [{reason}]  {text.replace(chr(10), ' ')!r}")
-        print(f"{len(rows)} quarantined chunk(s)")
-        return EXIT_OK
-    from keel.safety.screen import release_quarantine
-    row = release_quarantine(ctx.con, ctx.ledger, args.chunk_id, args.admin, args.reason)
-    print(f"released chunk {args.chunk_id}: ledger row {row['seq']}")
-    return EXIT_OK
-
-_COMMANDS = {"models": cmd_models, "quarantine": cmd_quarantine, "status": cmd_status, "ask": cmd_ask,
+_COMMANDS = {"models": cmd_models, "status": cmd_status, "ask": cmd_ask,
              "verify-ledger": cmd_verify_ledger, "export-log": cmd_export_log}
