@@ -26,7 +26,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS, GOLDEN = "golden/corpus", ROOT/"golden"/"golden.yaml"
-VOLATILE = {"latency_ms", "request_id", "judge_ms", "model_calls", "cache_hits", "cached", "carried_from", "rerun"}
+VOLATILE = {"latency_ms", "request_id", "judge_ms", "model_ms", "item_ms", "model_calls", "cache_hits", "cached", "carried_from", "rerun"}
 
 
 @dataclasses.dataclass(frozen=True)
