@@ -186,7 +186,9 @@ def cmd_models(args, make) -> int:
 def cmd_status(args, make) -> int:
     "Print the deployment's status."
     from keel.factory import status, format_status
-    print(format_status(status(make())))
+    from keel.safety.quarantine import share_lines
+    ctx = make()
+    print("\n".join([format_status(status(ctx)), *share_lines(ctx.con)]))
     return EXIT_OK
 
 # %% ../nbs/90_cli.ipynb #fe93a8e4

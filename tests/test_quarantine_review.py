@@ -1,6 +1,6 @@
 """Quarantines reviewed and released in bulk from the `keel` command: the fixture corpus (its supplier note carries a
-planted instruction) ingested, listed per document, one chunk shown, bad releases refused whole, then releases by
-rule and by document, each chunk one ledger row."""
+planted instruction) ingested, listed per document and in `keel status`, one chunk shown, bad releases refused whole,
+then releases by rule and by document, each chunk one ledger row."""
 import json, re, sqlite3
 from pathlib import Path
 
@@ -46,6 +46,10 @@ def test_bulk_review_and_release(keel_cmd, tmp_path):
     assert SUPPLIER in lines and "instruction_override 1" in lines[SUPPLIER]
     assert sum(int(l.split("/")[0]) for l in lines.values()) == len(held)
 
+    r = keel_cmd("--data-dir", d, "status")
+    assert r.returncode == 0 and "(review: keel quarantine list --by-document)" in r.stdout, r.stdout
+    assert re.search(r"  1/\d+ \(\d+%\)  " + re.escape(SUPPLIER), r.stdout), r.stdout
+
     r = keel_cmd("--data-dir", d, "quarantine", "show", planted[0])
     assert r.returncode == 0 and f"chunk {planted[0]}" in r.stdout
     assert re.search(r"reason: .*instruction_override", r.stdout) and "quarantine True" in r.stdout, r.stdout
@@ -76,5 +80,6 @@ def test_bulk_review_and_release(keel_cmd, tmp_path):
     assert {x["chunk_id"] for x in rows} | after == {cid for cid, _ in held}
     assert all(x["reason"] and x["admin"] in ("ines", "ana") for x in rows)
     assert set(rest) - after == {x["chunk_id"] for x in rows[1:]}
+    if not after: assert "keel quarantine list" not in keel_cmd("--data-dir", d, "status").stdout
     r = keel_cmd("--data-dir", d, "verify-ledger")
     assert r.returncode == 0 and "intact" in r.stdout

@@ -12,7 +12,7 @@ from ..db import transaction
 from .screen import release_quarantine
 
 # %% auto #0
-__all__ = ['reason_rules', 'quarantined', 'by_document', 'select_chunks', 'release_many', 'cli']
+__all__ = ['reason_rules', 'quarantined', 'by_document', 'select_chunks', 'release_many', 'share_lines', 'cli']
 
 # %% ../../nbs/20c_safety_quarantine.ipynb #bc6eacaa
 def reason_rules(reason:str|None) -> list[str]:
@@ -60,6 +60,17 @@ def release_many(con, ledger, ids:list[int], admin:str, reason:str) -> list[dict
     "Release `ids` in one transaction, one ledger row each; nothing released when any fails."
     if not ids: raise InputError("nothing to release: no quarantined chunk matches", fix="see keel quarantine list")
     with transaction(con): return [release_quarantine(con, ledger, i, admin, reason) for i in ids]
+
+# %% ../../nbs/20c_safety_quarantine.ipynb #9d2f4a61
+def share_lines(con, at:float=0.1, # a document is listed when at least this share of its chunks is quarantined
+                most:int=10) -> list[str]:
+    "Lines for `keel status`: the documents with a high share of quarantined chunks, largest first."
+    docs = sorted([d for d in by_document(con) if d[1] / d[2] >= at], key=lambda d: (-d[1] / d[2], d[0]))
+    if not docs: return []
+    out = [f"quarantine: {len(docs)} document{'s' * (len(docs) != 1)} with {at:.0%} or more of their chunks held back "
+           f"(review: keel quarantine list --by-document)"]
+    out += [f"  {q}/{n} ({q / n:.0%})  {one_line(t)}" for t, q, n, _ in docs[:most]]
+    return out + ([f"  ... and {len(docs) - most} more"] if len(docs) > most else [])
 
 # %% ../../nbs/20c_safety_quarantine.ipynb #ceac30eb
 def _parser():
