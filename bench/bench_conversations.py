@@ -1,0 +1,88 @@
+"""Follow-up questions with and without the rewrite, on golden/conversations.yaml (32 hand-written conversations).
+
+    .venv/bin/python bench/bench_conversations.py [--out bench/results] [--model-sample 10]
+
+The fixture corpus and examples/own-documents are ingested into a fresh data directory; answers are extractive
+(no language model in the answer, so the figures measure the rewrite and retrieval). Every conversation is run
+twice: with the deterministic carry rewrite and with the history ignored (`rewrite=none`). The bundled model's
+rewrite (`rewrite=model`, falling back to the carry when its reply fails the checks) is slow on a small CPU, so it
+runs on the first `--model-sample` conversations of each split only; the output says so. Figures per split
+(tune: the rules were written from it; heldout: only measured) and turn position: hit@3, answered rate of
+answerable turns, correct refusals, pass rate, token F1, leaks; the conversations that pass; seconds per turn.
+
+Writes conversations.json and conversations.md to the output folder.
+"""
+from __future__ import annotations
+import argparse, json, sys, tempfile, time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+from keel.config import load_settings
+from keel.factory import build_context
+from keel.evals.conversations import load_conversations, run_conversation, by_position
+from keel.evals.run import chunk_tags
+
+
+def deployment(d:Path):
+    ctx = build_context(load_settings(env={}, dotenv=None, data_dir=d, answer_mode="extractive"))
+    ctx.ingestor.ingest_manifest(ROOT / "golden" / "corpus" / "manifest.yaml", progress=False)
+    for p in sorted((ROOT / "examples" / "own-documents" / "docs").glob("*.txt")):
+        ctx.ingestor.ingest_path(p, title=p.stem, acl_tags=("public",))
+    return ctx
+
+
+def measure(ctx, convs, rewrite:str) -> dict:
+    t0, tags_of = time.perf_counter(), chunk_tags(ctx.con)
+    res = [run_conversation(ctx.answer_engine, c, rewrite, tags_of) for c in convs]
+    s = time.perf_counter() - t0
+    turns = sum(len(c.turns) for c in convs)
+    model = sum(r["rewrite"] == "model" for c in res for r in c["turns"])
+    return dict(rewrite=rewrite, conversations=len(convs), turns=turns, seconds_per_turn=round(s / turns, 3),
+                model_rewrites=model, **by_position(res),
+                failing=[dict(id=c["id"], first_failing_turn=c["first_failing_turn"]) for c in res if not c["passed"]])
+
+
+def md(out:dict) -> str:
+    lines = ["# Conversations: follow-ups with and without the rewrite", "",
+             "Extractive answers over the fixture corpus and examples/own-documents; `carry` is the deterministic "
+             "rewrite, `none` ignores the history, `model` is the bundled model's rewrite (carry when it fails its "
+             f"checks) on the first {out['model_sample']} conversations of each split only.", "",
+             "| split | rewrite | conversations | position | turns | hit@3 | answered | correct refusals | passed | "
+             "token F1 | leaks |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    f = lambda v: "-" if v is None else f"{v:.2f}"
+    for r in out["runs"]:
+        for pos, v in r["by_position"].items():
+            lines.append(f"| {r['split']} | {r['rewrite']} | {r['conversations']} | {pos} | {v['turns']} | "
+                         f"{f(v['hit_at_3'])} | {f(v['answered'])} | {f(v['refusal_correct'])} | {f(v['passed'])} | "
+                         f"{f(v['token_f1'])} | {v['leaks']} |")
+    lines += ["", "| split | rewrite | conversations passed | seconds per turn | model rewrites kept |",
+              "|---|---|---|---|---|"]
+    lines += [f"| {r['split']} | {r['rewrite']} | {f(r['conversation']['passed'])} | {r['seconds_per_turn']} | "
+              f"{r['model_rewrites']} |" for r in out["runs"]]
+    return "\n".join(lines) + "\n"
+
+
+def main(out:Path, model_sample:int=10, skip_model:bool=False):
+    convs = load_conversations(ROOT / "golden" / "conversations.yaml")
+    with tempfile.TemporaryDirectory() as d:
+        ctx = deployment(Path(d) / "data")
+        runs = []
+        for split in ("tune", "heldout"):
+            part = [c for c in convs if c.split == split]
+            for rw in ("carry", "none"): runs.append(dict(split=split, **measure(ctx, part, rw)))
+            if not skip_model: runs.append(dict(split=split, **measure(ctx, part[:model_sample], "model")))
+        ctx.close()
+    res = dict(model_sample=model_sample, runs=runs)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "conversations.json").write_text(json.dumps(res, indent=1) + "\n")
+    (out / "conversations.md").write_text(md(res))
+    print(md(res))
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
+    p.add_argument("--model-sample", type=int, default=10)
+    p.add_argument("--skip-model", action="store_true")
+    a = p.parse_args()
+    main(a.out, a.model_sample, a.skip_model)
