@@ -4,12 +4,14 @@
 
 # %% ../../nbs/92_ui_chat.ipynb #37205704
 from __future__ import annotations
-import json, re, threading, time
+import json, re, threading, time, uuid
 import ipywidgets as W
 import anywidget, traitlets
 from ..errors import InputError
 from fastcore.basics import patch
 from ..answer.types import User, Answer, Citation
+from ..answer.conversation import Turn
+from .feedback import FeedbackBar
 from ..providers.base import allowed
 from .base import style, message, spinner, esc, html_table, context_problem, ledger_rows, ledger_html, Snapshot
 
@@ -163,6 +165,8 @@ class ChatPanel(Snapshot, W.VBox):
         self.ledger_button = W.Button(description="ledger rows", disabled=True, layout=W.Layout(width="auto"))
         self.ledger_box = W.HTML()
         self.history_pick = W.Select(options=[], rows=4, description="history", layout=W.Layout(width="36rem"))
+        self.new_button, self.feedback = W.Button(description="new conversation", layout=W.Layout(width="auto")), W.Box()
+        self.new_conversation()
         self._wire()
 
 # %% ../../nbs/92_ui_chat.ipynb #a3e46d68
@@ -172,13 +176,15 @@ def _wire(self:ChatPanel):
     for w, c in ((self.user_pick, "user"), (self.name, "name"), (self.tags, "tags"), (self.question, "question"),
                  (self.ask_button, "ask"), (self.status, "status"), (self.answer_box, "answer"), (self.chips, "chips"),
                  (self.passage, "passage-box"), (self.ledger_button, "request"), (self.ledger_box, "ledger"),
-                 (self.history_pick, "history")): w.add_class(f"keel-{c}")
+                 (self.history_pick, "history"), (self.new_button, "new"), (self.feedback, "feedback-box")):
+        w.add_class(f"keel-{c}")
     self.user_pick.observe(lambda _: self._pick_user(), "value"); self._pick_user()
     self.ask_button.on_click(lambda _: self.ask())
+    self.new_button.on_click(lambda _: self.new_conversation())
     self.ledger_button.on_click(lambda _: self.show_ledger())
     self.history_pick.observe(lambda ch: ch["new"] is not None and self._show(*self.history[ch["new"]][1:]), "value")
-    self.children = [style(), W.HBox([self.user_pick, self.name, self.tags]), W.HBox([self.question, self.ask_button]),
-                     self.status, self.answer_box, self.chips, self.passage, self.ledger_button, self.ledger_box,
+    self.children = [style(), W.HBox([self.user_pick, self.name, self.tags]), W.HBox([self.question, self.ask_button, self.new_button]),
+                     self.status, self.answer_box, self.feedback, self.chips, self.passage, self.ledger_button, self.ledger_box,
                      self.history_pick]
 
 @patch
@@ -190,6 +196,11 @@ def _pick_user(self:ChatPanel):
 def current_user(self:ChatPanel) -> User:
     "The user the name and tags fields describe."
     return User(self.name.value.strip() or "anonymous", parse_tags(self.tags.value))
+
+@patch
+def new_conversation(self:ChatPanel):
+    "Start a new conversation: the next question is answered without the turns before it."
+    self.conversation_id, self.turns = uuid.uuid4().hex, []
 
 # %% ../../nbs/92_ui_chat.ipynb #0b0c11cd
 @patch
@@ -220,12 +231,13 @@ def _spin(self:ChatPanel, u:User, t0:float):
 
 @patch
 def _answer(self:ChatPanel, q:str, u:User):
-    try: a, done = self.ctx.answer_engine.answer(q, u), None
+    try: a, done = self.ctx.answer_engine.answer(q, u, history=self.turns, conversation_id=self.conversation_id), None
     except Exception as e: a, done = None, message(f"{type(e).__name__}: {e}").value   # shown in the panel, not raised
     with self._lock:   # the spinner stops before the result shows
         self.result = a
         if a is not None:
             self.history.append((q, u, a))
+            self.turns.append(Turn(q.strip(), (a.conversation or {}).get("standalone", q.strip()), a))
             self.history_pick.options = [(f"{i + 1}. {hu.name}: {hq}", i) for i, (hq, hu, _) in enumerate(self.history)]
             self.history_pick.value = len(self.history) - 1   # shows it
             done = (f'<span class="keel-muted">{esc(u.name)} · {a.mode} · {a.latency_ms:.0f} ms · request '
@@ -238,6 +250,7 @@ def _show(self:ChatPanel, u:User, a:Answer):
     "Render answer `a` given to `u`."
     self.shown, self.passage.value, self.ledger_box.value = (u, a), "", ""
     self.ledger_button.disabled, self.ledger_button.description = False, f"ledger rows of request {a.request_id[:12]}"
+    self.feedback.children = [FeedbackBar(self.ctx, a.request_id, u.name)] if a.request_id else []
     if a.refused:
         self.answer_box.value, self.chips.children = refusal_html(a, refusal_reasons(self.ctx.con, a.request_id)), ()
         return
