@@ -66,3 +66,19 @@ def test_restricted_follow_up_is_refused_and_a_removed_tag_takes_effect_next_tur
     assert not any(s in a2.text for s in SECRET)
     assert "Salary Bands" not in a2.conversation["standalone"]
     ctx.close()
+
+
+def test_keel_eval_conversations_scores_every_turn_without_leaks(tmp_path, keel_cmd):
+    deployment(tmp_path / "data").close()
+    r = keel_cmd("--data-dir", tmp_path / "data", "eval", "conversations", ROOT / "golden" / "conversations.yaml",
+                 "--split", "heldout", "--rewrite", "carry", "--json", env=ENV)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert set(out["by_position"]) == {"turn 1", "turn 2", "turn 3+"}
+    assert all(v["leaks"] == 0 for v in out["by_position"].values())
+    assert len(out["results"]) == 16 and all(c["split"] == "heldout" for c in out["results"])
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("conversations:\n- id: x\n  turns:\n  - {question: "q", expected_answer: a, expected_source: [P]}\n"
+                   "  - {question: "r", expected_answer: b, expect_refusal: true}\n")
+    r = keel_cmd("--data-dir", tmp_path / "data", "eval", "conversations", bad, env=ENV)
+    assert r.returncode == 2 and "unknown field expected_source" in r.stderr and "Traceback" not in r.stderr
