@@ -78,7 +78,7 @@ def test_keel_eval_conversations_scores_every_turn_without_leaks(tmp_path, keel_
     assert all(v["leaks"] == 0 for v in out["by_position"].values())
     assert len(out["results"]) == 16 and all(c["split"] == "heldout" for c in out["results"])
     bad = tmp_path / "bad.yaml"
-    bad.write_text("conversations:\n- id: x\n  turns:\n  - {question: "q", expected_answer: a, expected_source: [P]}\n"
-                   "  - {question: "r", expected_answer: b, expect_refusal: true}\n")
+    bad.write_text("conversations:\n- id: x\n  turns:\n  - {question: 'q', expected_answer: a, expected_source: [P]}\n"
+                   "  - {question: 'r', expected_answer: b, expect_refusal: true}\n")
     r = keel_cmd("--data-dir", tmp_path / "data", "eval", "conversations", bad, env=ENV)
     assert r.returncode == 2 and "unknown field expected_source" in r.stderr and "Traceback" not in r.stderr
