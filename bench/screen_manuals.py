@@ -1,0 +1,88 @@
+"""False quarantines on real software manuals: Debian's HTML manuals through Keel's ingest path and the screen.
+
+Pages are loaded, stripped of the blocks a site repeats and chunked exactly as `keel ingest` does (the HTML loader,
+`strip_boilerplate` with the block counts of every page of the manual, `chunk_document` at the default sizes), and
+every chunk goes through the default screen (the patterns and the learned layer, `screen_learned`). A manual has no
+planted attacks, so every quarantine is a false one. The set is split by page: a page whose SHA-256 of its path
+inside the manual starts with a hex digit below 8 is `tune` (it may inform changes to the screen), the rest is
+`held_out` (it must not). Reports, per manual and split, the share of pages with a quarantined chunk and the chunk
+false-positive rate, with each flagged chunk's page, rule and score. Manuals are not committed; install them with
+`apt-get install -y python3-doc sqlite3-doc postgresql-doc-15` (licences: bench/results/screen-manuals-SOURCE.md).
+
+    .venv/bin/python bench/screen_manuals.py [--manual NAME ...] [--limit N] [--name before]
+"""
+import argparse, hashlib, json, sys, time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+from keel.ingest.loaders import load
+from keel.ingest.chunking import chunk_document
+from keel.ingest.boilerplate import BlockCounts, keys_of, strip_boilerplate
+from keel.safety.learned import screen_learned, default_model
+
+MANUALS = {"python3-doc": "/usr/share/doc/python3-doc/html", "sqlite3-doc": "/usr/share/doc/sqlite3",
+           "postgresql-doc-15": "/usr/share/doc/postgresql-doc-15/html"}
+
+def split_of(rel:str) -> str:
+    "tune or held_out, from the page's path inside its manual."
+    return "tune" if hashlib.sha256(rel.encode()).hexdigest()[0] < "8" else "held_out"
+
+def pages_of(root:Path, limit:int|None) -> list[Path]:
+    files = sorted(p for p in root.resolve().rglob("*") if p.suffix.lower() in (".html", ".htm")
+                   and "_static" not in p.parts and "_sources" not in p.parts)
+    if limit:   # an even sample: every k-th page
+        k = max(1, len(files) // limit); files = files[::k][:limit]
+    return files
+
+def manual_pages(root:Path, limit:int|None=None) -> tuple[int, list]:
+    "The number of pages and (path inside the manual, its chunks' texts) for each page that loads, as ingest cuts it."
+    files = pages_of(root, limit)
+    docs = []
+    for f in files:
+        try: docs.append((f.relative_to(root.resolve()).as_posix(), load(f)))
+        except Exception: pass
+    counts = BlockCounts()
+    for _, d in docs: counts.add(d.source, keys_of(d.text))
+    return len(files), [(rel, [c.text for c in chunk_document(strip_boilerplate(d, counts))]) for rel, d in docs]
+
+def measure(name:str, root:Path, limit:int|None, screen_fn) -> dict:
+    n, docs = manual_pages(root, limit)
+    res = {s: dict(pages=0, pages_flagged=0, chunks=0, chunks_flagged=0) for s in ("tune", "held_out")}
+    flagged = []
+    for rel, texts in docs:
+        s = split_of(rel); hit = False
+        for text in texts:
+            res[s]["chunks"] += 1
+            v = screen_fn(text)
+            if v.quarantine:
+                res[s]["chunks_flagged"] += 1; hit = True
+                flagged.append(dict(manual=name, page=rel, split=s, score=round(float(v.score), 3),
+                                    reasons=list(v.reasons), text=text[:200]))
+        res[s]["pages"] += 1; res[s]["pages_flagged"] += hit
+    for r in res.values():
+        r["page_share"] = round(r["pages_flagged"] / max(r["pages"], 1), 4)
+        r["chunk_fpr"] = round(r["chunks_flagged"] / max(r["chunks"], 1), 5)
+    return dict(manual=name, pages=n, loaded=len(docs), splits=res, flagged=flagged)
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--manual", nargs="*", default=list(MANUALS))
+    ap.add_argument("--limit", type=int, default=None, help="an even sample of N pages per manual")
+    ap.add_argument("--name", default="current")
+    a = ap.parse_args()
+    m, t0 = default_model(), time.process_time()
+    out = dict(screen="default (patterns + learned)", threshold=round(m.threshold, 3), limit=a.limit, manuals=[])
+    for n in a.manual:
+        root = Path(MANUALS[n])
+        if not root.exists(): print(f"skip {n}: not installed ({root})", file=sys.stderr); continue
+        r = measure(n, root, a.limit, screen_learned); out["manuals"].append(r)
+        print(json.dumps(dict(manual=n, loaded=r["loaded"], **{k: {x: v[x] for x in ("pages", "pages_flagged",
+              "page_share", "chunks", "chunks_flagged", "chunk_fpr")} for k, v in r["splits"].items()})), flush=True)
+    out["cpu_s"] = round(time.process_time() - t0, 1)
+    p = HERE/"results"/f"screen-manuals-{a.name}.json"
+    p.write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
+    print(f"wrote {p.relative_to(ROOT)}")
+
+if __name__ == "__main__": main()
