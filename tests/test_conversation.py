@@ -1,6 +1,8 @@
 """Conversations as a user has them: `keel chat` over the fixture corpus answers a follow-up with the turns before it,
 rates the last answer with /up, and a restricted follow-up or a tag removed between turns leaks nothing."""
 import json
+import pytest
+from keel.providers.base import allowed
 from pathlib import Path
 from keel.config import load_settings
 from keel.factory import build_context
@@ -82,3 +84,16 @@ def test_keel_eval_conversations_scores_every_turn_without_leaks(tmp_path, keel_
                    "  - {question: 'r', expected_answer: b, expect_refusal: true}\n")
     r = keel_cmd("--data-dir", tmp_path / "data", "eval", "conversations", bad, env=ENV)
     assert r.returncode == 2 and "unknown field expected_source" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.slow
+def test_the_bundled_model_rewrites_a_follow_up_or_the_carry_takes_over(tmp_path):
+    ctx = deployment(tmp_path / "data")
+    c = Conversation(ctx.answer_engine, User("ana", ("public",)), rewrite="model")
+    c.ask("How long are adult health records kept after the last visit?")
+    a = c.ask("And for patients under 18?")
+    conv = a.conversation
+    assert conv["rewrite"] in ("model", "carry") and conv["standalone"].strip()
+    if conv["rewrite"] == "model": assert conv["standalone"] != "And for patients under 18?"
+    assert all(allowed(h.acl_tags, ("public",)) for h in a.retrieved)
+    ctx.close()
