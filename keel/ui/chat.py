@@ -165,7 +165,8 @@ class ChatPanel(Snapshot, W.VBox):
         self.ledger_button = W.Button(description="ledger rows", disabled=True, layout=W.Layout(width="auto"))
         self.ledger_box = W.HTML()
         self.history_pick = W.Select(options=[], rows=4, description="history", layout=W.Layout(width="36rem"))
-        self.new_button, self.feedback = W.Button(description="new conversation", layout=W.Layout(width="auto")), W.Box()
+        self.new_button, self.feedback = W.Button(description="new conversation",
+                                                  layout=W.Layout(width="auto")), W.Box()
         self.new_conversation()
         self._wire()
 
@@ -183,9 +184,9 @@ def _wire(self:ChatPanel):
     self.new_button.on_click(lambda _: self.new_conversation())
     self.ledger_button.on_click(lambda _: self.show_ledger())
     self.history_pick.observe(lambda ch: ch["new"] is not None and self._show(*self.history[ch["new"]][1:]), "value")
-    self.children = [style(), W.HBox([self.user_pick, self.name, self.tags]), W.HBox([self.question, self.ask_button, self.new_button]),
-                     self.status, self.answer_box, self.feedback, self.chips, self.passage, self.ledger_button, self.ledger_box,
-                     self.history_pick]
+    self.children = [style(), W.HBox([self.user_pick, self.name, self.tags]),
+                     W.HBox([self.question, self.ask_button, self.new_button]), self.status, self.answer_box,
+                     self.feedback, self.chips, self.passage, self.ledger_button, self.ledger_box, self.history_pick]
 
 @patch
 def _pick_user(self:ChatPanel):
