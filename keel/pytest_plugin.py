@@ -24,8 +24,8 @@ def pytest_addoption(parser):
     g.addoption("--keel-no-judge", action="store_true", help="do not score rubrics (then they never fail a test)")
     g.addoption("--keel-rubric-labels", metavar="FILE", help="human rubric labels (default: rubric_labels.yaml beside "
                                                              "the golden set)")
-    g.addoption("--keel-kappa-bar", type=float, default=0.4, help="a rubric gates when its judge's kappa is at least "
-                                                                  "this (default 0.4)")
+    g.addoption("--keel-kappa-bar", type=float, help="a rubric gates when its judge's kappa is at least this "
+                                                     "(default keel.evals.gate.KAPPA_BAR)")
 
 # %% ../nbs/57b_evals_pytest.ipynb #da7550e8
 _PYTEST_MARKS = {"skip", "skipif", "xfail", "parametrize", "usefixtures", "filterwarnings", "tryfirst", "trylast"}
@@ -79,8 +79,10 @@ def plan(self:GoldenSession):
         rubrics = self.gs.rubrics if self.gs else ()
         judge = Judge(self.ctx.llm) if rubrics and not self.opt("--keel-no-judge") else None
         labels = self.opt("--keel-rubric-labels") or (self.gs.path.parent/"rubric_labels.yaml" if self.gs else None)
+        from keel.evals.gate import KAPPA_BAR
+        bar = self.opt("--keel-kappa-bar")
         self._plan = plan_rubrics(judge, rubrics, labels, _cache_dir(self.config, self.ctx),
-                                  self.opt("--keel-kappa-bar"))
+                                  KAPPA_BAR if bar is None else bar)
     return self._plan
 
 # %% ../nbs/57b_evals_pytest.ipynb #0b64e50a
@@ -198,7 +200,7 @@ class _Defaults:
     "Stands in for pytest's config outside a pytest run: every `--keel-*` option at its default, no cache folder."
     cache = None
     def __init__(self): self.stash = {}
-    def getoption(self, name, default=None): return {"--keel-kappa-bar": 0.4}.get(name, default)
+    def getoption(self, name, default=None): return default
 
 _ACTIVE = {"config": _Defaults()}   # pytest's config while a session runs (`pytest_configure` sets it)
 

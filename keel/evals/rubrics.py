@@ -13,6 +13,7 @@ from ..stats import cohen_kappa, kappa_interval, mean
 from ..command import with_progress
 from .golden import Rubric, RUBRIC_SCALES, GoldenItem
 from .judge import Judge, material, _json_object
+from .gate import KAPPA_BAR
 
 # %% auto #0
 __all__ = ['RUBRIC_INSTRUCTIONS', 'RUBRIC_LABEL_FIELDS', 'MIN_RUBRIC_LABELS', 'rubric_instructions', 'rubric_schema',
@@ -156,7 +157,7 @@ def rubric_agreement(r:Rubric, labels:list[dict], # every label; the rubric's ow
 # %% ../../nbs/54b_evals_rubrics.ipynb #015489a7
 MIN_RUBRIC_LABELS = 20
 
-def untrusted_because(ag:dict|None, kappa_bar:float=0.4, min_labels:int=MIN_RUBRIC_LABELS) -> str|None:
+def untrusted_because(ag:dict|None, kappa_bar:float=KAPPA_BAR, min_labels:int=MIN_RUBRIC_LABELS) -> str|None:
     "Why a rubric with this agreement may not gate (None: it may)."
     if not ag or not ag["labels"]: return "no human labels for this rubric: its judge is unmeasured"
     if ag["n"] < min_labels: return f"only {ag['n']} scored human labels (at least {min_labels} are needed to gate)"
@@ -180,7 +181,7 @@ def _measure(judge:Judge, r:Rubric, labels:list[dict], cache_dir:Path, progress:
     return ag
 
 def rubric_trust(judge:Judge|None, # the local judge; None when the judge is off
-                 rubrics:tuple, labels_path:Path|str|None, cache_dir:Path|str, kappa_bar:float=0.4,
+                 rubrics:tuple, labels_path:Path|str|None, cache_dir:Path|str, kappa_bar:float=KAPPA_BAR,
                  min_labels:int=MIN_RUBRIC_LABELS, progress:bool=False) -> tuple[dict, dict]:
     "Each rubric's agreement with its human labels (cached), and the rubric metrics not to gate, with reasons."
     if judge is None: return {}, {r.metric: "judge off for this run" for r in rubrics}
@@ -222,7 +223,7 @@ class RubricPlan:
                                           if r.metric in self.ungated and self.info[r.name]["judged"]}
 
 def plan_rubrics(judge:Judge|None, rubrics:tuple, labels_path:Path|str|None, cache_dir:Path|str,
-                 kappa_bar:float=0.4, baseline:dict|None=None, progress:bool=False) -> RubricPlan:
+                 kappa_bar:float=KAPPA_BAR, baseline:dict|None=None, progress:bool=False) -> RubricPlan:
     "Measure each rubric's judge against its labels and decide which rubrics gate (none when the judge is off)."
     ags, ung = rubric_trust(judge, rubrics, labels_path, cache_dir, kappa_bar, progress=progress)
     before = {k: v.get("digest") for k, v in (((baseline or {}).get("judge") or {}).get("rubrics") or {}).items()}

@@ -15,7 +15,7 @@ from ..answer.types import User, Answer, Citation, KINDS
 from ..observe import replay
 from ..stats import mean, percentile
 from .gate import (Gate, Regression, describe, matched_interval, load_baseline, default_baseline_path,
-                             promote)
+                             promote, KAPPA_BAR)
 from .core import (SourceRef, RATES, COUNTS, REFUSAL_RATES, DEFAULT_THRESHOLDS, item_value, settings_digest,
                              kind_of)
 from .checkpoint import Checkpoint, code_version
@@ -245,7 +245,7 @@ def apply_floors(summary:dict, floors:dict) -> tuple[list[Regression], list[dict
     return g.check({}, value_of=value_of), [dataclasses.asdict(f) for f in g.floor_checks(value_of)]
 
 # %% ../../nbs/55_evals_run.ipynb #760c219c
-def judge_trust(judge:Judge, labels_path:Path|None, cache_dir:Path, kappa_bar:float=0.4,
+def judge_trust(judge:Judge, labels_path:Path|None, cache_dir:Path, kappa_bar:float=KAPPA_BAR,
                 progress:bool=False) -> tuple[dict|None, dict]:
     "The judge's agreement with human labels (cached) and the judge metrics not to gate, with reasons."
     if labels_path is None or not Path(labels_path).exists():
@@ -269,7 +269,7 @@ def judge_trust(judge:Judge, labels_path:Path|None, cache_dir:Path, kappa_bar:fl
 # %% ../../nbs/55_evals_run.ipynb #a3c5c58a
 def unreliable_metrics(agreement:dict|None, # the judge's agreement (`judge_agreement`), None when the judge was off
                        grounding:dict|None, # `grounding_agreement` of the model-free groundedness, None without labels
-                       kappa_bar:float=0.4) -> dict:
+                       kappa_bar:float=KAPPA_BAR) -> dict:
     "Metric -> its kappa (None: unmeasurable) for every metric whose agreement with people is under `kappa_bar`."
     out = {}
     for m in (METRICS if agreement else ()):
@@ -397,7 +397,7 @@ def make_judges(ctx) -> tuple[list[Judge], str]:
     j2, note = second_judge(ctx.settings, getattr(ctx, "judge_llm_factory", None))
     return [Judge(ctx.llm), *([j2] if j2 else [])], note
 
-def run_judges(ctx, judge:bool, labels_path:Path, report_dir:Path, kappa_bar:float=0.4,
+def run_judges(ctx, judge:bool, labels_path:Path, report_dir:Path, kappa_bar:float=KAPPA_BAR,
                progress:bool=False) -> tuple[list[Judge], list[str], dict|None, dict]:
     "The run's judges, notes about them, the first one's agreement with human labels and the metrics not to gate."
     if not judge: return [], [], None, {m: "judge off for this run" for m in METRICS}
@@ -492,7 +492,7 @@ def run_eval(ctx, # an AppContext (answer_engine, llm, settings, log, con)
              thresholds:dict|None=None, # metric -> tolerated drop, over DEFAULT_THRESHOLDS
              progress:bool=True, # a bar on a terminal or in a notebook, else plain lines (`keel.command.Progress`)
              labels_path:Path|str|None=None, # human judge labels; defaults to judge_labels.yaml next to the set
-             kappa_bar:float=0.4, # judge metrics with lower agreement are reported, not gated
+             kappa_bar:float=KAPPA_BAR, # judge metrics with lower agreement are reported, not gated
              checkpoint:Path|str|None=None, # JSON lines: items it holds are not asked again (a stopped run resumes)
              rubric_labels_path:Path|str|None=None, # human rubric labels; default: rubric_labels.yaml next to the set
              since:Path|str|None=None, # an earlier run's report: ask again only the items a change since can reach
@@ -587,7 +587,7 @@ HEADLINE = ("hit_at_3", "mrr", "context_recall", "refusal_correct", "false_refus
             "judge_unscored", "latency_p50_ms", "latency_p95_ms")
 
 # %% ../../nbs/55_evals_run.ipynb #56c2c2ce
-def headline(m:dict, unreliable:dict, kappa_bar:float=0.4) -> str:
+def headline(m:dict, unreliable:dict, kappa_bar:float=KAPPA_BAR) -> str:
     "The one-line summary; a metric that disagrees with people reads `UNRELIABLE` with its kappa, never as a number."
     def one(k):
         v = "—" if m.get(k) is None else (round(m[k], 3) if isinstance(m[k], float) else m[k])
@@ -640,7 +640,7 @@ def gate_lines(res:EvalResult) -> list[str]:
 def print_result(res:EvalResult):
     "Headline metrics, producers, refusal by category, floors, the gate and its regressions, and the report paths."
     m, j = res.summary["metrics"], res.payload.get("judge") or {}
-    print(f"{res.summary['n']} items: " + headline(m, j.get("unreliable") or {}, j.get("kappa_bar", 0.4)))
+    print(f"{res.summary['n']} items: " + headline(m, j.get("unreliable") or {}, j.get("kappa_bar", KAPPA_BAR)))
     if res.summary.get("produced_by"):
         print("produced by: " + ", ".join(f"{k} {v}" for k, v in res.summary["produced_by"].items()))
     if res.summary.get("kinds"): print("kinds: " + ", ".join(f"{k} {v}" for k, v in res.summary["kinds"].items()))
