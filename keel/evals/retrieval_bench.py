@@ -16,7 +16,7 @@ from ..atomicfile import atomic_path
 from ..executor import Task, Workers
 from ..providers.base import ChunkHit, Embeddings, allowed, effective_tags
 from ..stats import paired_randomisation
-from .gate import meets, FloorCheck, report_head, write_report_files
+from .gate import meets, FloorCheck, report_head
 from .core import norm, document_matches, mean_by_key
 from .metrics import query_measures, trec_order
 from .retrieval_data import Judgment, Dataset, Gate, LEVELS, load_dataset, passage
@@ -190,17 +190,7 @@ class BenchmarkResult:
 
     @property
     def passed(self) -> bool: return all(g.passed is not False for g in self.gates)
-    @property
-    def payload(self) -> dict:
-        "The JSON report (`keel.evals.retrieval_report.to_json`)."
-        from keel.evals.retrieval_report import to_json
-        return to_json(self)
-    def write(self, report_dir:Path|str) -> tuple[Path, Path]:
-        "Write `retrieval-<stamp>.json/.md` and `latest-retrieval.*` in `report_dir`; return the stamped paths."
-        from keel.evals.retrieval_report import to_markdown
-        import json
-        return write_report_files(report_dir, self.kind, self.head["stamp"],
-                                  dict(json=json.dumps(self.payload, indent=1) + "\n", md=to_markdown(self)))
+    # `payload` and `write(dir)` are added by `keel.evals.retrieval_report`, which renders the report
 
 # %% ../../nbs/50b_evals_retrieval_bench.ipynb #c44f21d2
 def _source_systems(source, skipped) -> dict[str, System]:

@@ -10,6 +10,7 @@ from pathlib import Path
 from fastcore.basics import patch
 from .retrieval_data import LEVELS
 from .retrieval_bench import BenchmarkResult, metric_key, _docno
+from .gate import write_report_files
 
 # %% auto #0
 __all__ = ['format_text', 'to_json', 'to_markdown', 'write_trec_run', 'write_trec_qrels']
@@ -131,6 +132,18 @@ def to_markdown(res:BenchmarkResult) -> str:
                        f"| {val} | {s.minimum} | {state} {g.detail} |")
     if res.skipped: out += ["", *[f"- skipped `{s}`: {r}" for s, r in res.skipped.items()]]
     return "\n".join(out) + "\n"
+
+# %% ../../nbs/50c_evals_retrieval_report.ipynb #4c8639b1
+@patch(as_prop=True)
+def payload(self:BenchmarkResult) -> dict:
+    "The JSON report (`to_json`): the benchmark as a `keel.evals.gate.HarnessResult`."
+    return to_json(self)
+
+@patch
+def write(self:BenchmarkResult, report_dir:Path|str) -> tuple[Path, Path]:
+    "Write `retrieval-<stamp>.json/.md` and `latest-retrieval.*` in `report_dir`; return the stamped paths."
+    return write_report_files(report_dir, self.kind, self.head["stamp"],
+                              dict(json=json.dumps(self.payload, indent=1) + "\n", md=to_markdown(self)))
 
 # %% ../../nbs/50c_evals_retrieval_report.ipynb #c4da4abd
 def write_trec_run(res:BenchmarkResult, system:str, path:str|Path, level:str="document") -> Path:
