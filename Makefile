@@ -50,7 +50,7 @@ notebooks: install
 	$(PY) tools/run_notebooks.py nbs/20b_safety_tuned.ipynb
 	$(PY) tools/run_notebooks.py --slow nbs/82_scaleout_guide.ipynb
 	$(PY) tools/run_notebooks.py nbs/83_cloud_profiles.ipynb
-	$(PY) tools/run_notebooks.py nbs/64_evals_acl.ipynb nbs/65_evals_attest.ipynb nbs/66_evals_stale.ipynb nbs/69_evals_traffic_notebook.ipynb
+	$(PY) tools/run_notebooks.py nbs/31c_conversation_notebook.ipynb nbs/64_evals_acl.ipynb nbs/65_evals_attest.ipynb nbs/66_evals_stale.ipynb nbs/69_evals_traffic_notebook.ipynb
 
 # Debian's Chromium for the browser tests (tests/test_ui_browser.py); installed once when missing and apt-get is there
 browser:
