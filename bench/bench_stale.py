@@ -4,7 +4,8 @@
 
 A knowledge base under git holds the documents as they were; the data directory ingests them; then the 50 edits are
 written into the working tree. The probes `keel eval stale --base HEAD` makes are measured three ways, in extractive
-answer mode (no language model, so the figures do not depend on one):
+answer mode by default (no language model, so the figures do not depend on one; `--answer-mode generative` for the
+deployment's model, written to stale-probes-generative.*):
 
 1. extraction: the changed facts found against the 50 real edits (recall), and the found facts that match no edit
    (spurious; precision);
@@ -72,13 +73,13 @@ def measure(ctx, probes) -> dict:
                 stale_items=[dict(document=p.fact.document, old=p.fact.old, new=p.fact.new,
                                   sources=[s.get("title") or s["kind"] for s in p.stale_from]) for p in stale])
 
-def main(out:Path):
+def main(out:Path, mode:str="extractive"):
     t0 = time.time()
     with tempfile.TemporaryDirectory(prefix="keel-stale-") as d:
         kb = write_knowledge_base(Path(d)/"kb", edited=False)
         git(kb, "init", "-q"); git(kb, "add", "."); git(kb, "-c", "user.name=bench", "-c", "user.email=b@example.org",
                                                      "commit", "-qm", "before")
-        ctx = build_context(load_settings(env={}, dotenv=None, data_dir=Path(d)/"data", answer_mode="extractive"))
+        ctx = build_context(load_settings(env={}, dotenv=None, data_dir=Path(d)/"data", answer_mode=mode))
         try:
             ingest(ctx, kb)
             write_knowledge_base(kb, edited=True)
@@ -95,17 +96,18 @@ def main(out:Path):
                                      acl_tags=["public"])
             res["reingested_and_second_document_fixed"] = measure(ctx, probes)
         finally: ctx.close()
-    res["setup"] = dict(answer_mode="extractive", edits=len(EDITS), documents=31, seconds=round(time.time() - t0))
+    res["setup"] = dict(answer_mode=mode, edits=len(EDITS), documents=31, seconds=round(time.time() - t0))
     out.mkdir(parents=True, exist_ok=True)
-    (out/"stale-probes.json").write_text(json.dumps(res, indent=2, ensure_ascii=False) + "\n")
-    (out/"stale-probes.md").write_text(markdown(res))
+    stem = "stale-probes" + ("" if mode == "extractive" else f"-{mode}")
+    (out/f"{stem}.json").write_text(json.dumps(res, indent=2, ensure_ascii=False) + "\n")
+    (out/f"{stem}.md").write_text(markdown(res))
     print(markdown(res))
 
 def markdown(r:dict) -> str:
     e = r["extraction"]
     L = ["# Stale-fact probes on 50 scripted edits", "",
-         "Fixture corpus and examples/own-documents, edits from bench/stale_edits.py, extractive answer mode; "
-         "`python bench/bench_stale.py`.", "",
+         f"Fixture corpus and examples/own-documents, edits from bench/stale_edits.py, {r['setup']['answer_mode']} "
+         f"answer mode; `python bench/bench_stale.py --answer-mode {r['setup']['answer_mode']}`.", "",
          f"Extraction: {e['facts_found']} facts found in {r['changed_documents']} changed documents; "
          f"{e['edits_found']} of {e['edits']} edits found (recall {e['recall']:.0%}); precision {e['precision']:.0%} "
          f"({len(e['spurious'])} spurious). {e['facts_covering_two_edits']} facts match two edits (one value changed "
@@ -136,4 +138,7 @@ def markdown(r:dict) -> str:
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=HERE/"results")
-    main(ap.parse_args().out)
+    ap.add_argument("--answer-mode", choices=("extractive", "generative"), default="extractive",
+                    help="generative: the default model answers (Gemma 3 270M unless the settings say otherwise)")
+    a = ap.parse_args()
+    main(a.out, a.answer_mode)

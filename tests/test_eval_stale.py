@@ -127,3 +127,17 @@ def test_not_a_folder(kb, tmp_path):
     _, run = kb
     r = run("eval", "stale", tmp_path/"missing", "--base", "HEAD")
     assert r.returncode == 2 and "is not a folder" in r.stderr and "Traceback" not in r.stderr
+
+@pytest.mark.slow
+def test_generative_answers_keep_the_contract(kb, tmp_path, keel_cmd):
+    "With the deployment's own model answering, every probe has an outcome and every stale answer a source."
+    kb, _ = kb
+    (kb/"policy.md").write_text(EDITED)
+    r = keel_cmd("--data-dir", tmp_path/"data", "eval", "stale", kb, "--base", "HEAD", "--answer-mode", "generative",
+                 "--json", tmp_path/"g.json", timeout=1800)
+    assert r.returncode in (0, 1), r.stderr
+    rep = json.loads((tmp_path/"g.json").read_text())
+    assert rep["summary"]["probes"] == 3
+    assert all(i["outcome"] in ("stale", "updated", "missed", "refused") for i in rep["items"])
+    assert all(i["stale_from"] for i in rep["items"] if i["outcome"] == "stale")
+    assert r.returncode == (1 if rep["summary"]["stale"] else 0)
