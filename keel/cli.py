@@ -28,7 +28,8 @@ _DELEGATED = {   # command -> (module, its entry `f(argv, make_ctx) -> int`, hel
     "eval stale": ("keel.evals.stale", "cli", "probe every fact a document change altered: is the old answer gone?"),
     "eval acl": ("keel.evals.acl", "cli", "every persona against every restricted document: leaks at retrieval, "
                  "citations and the answer"),
-    "eval conversations": ("keel.evals.conversations", "cli", "golden conversations: every turn scored, by turn position"),
+    "eval conversations": ("keel.evals.conversations", "cli",
+                           "golden conversations: every turn scored, by turn position"),
     "eval draft-golden": ("keel.evals.draft", "cli",
                           "draft golden items from the ingested chunks with the deployment's model"),
     "eval agent": ("keel.evals.agent", "cli",
