@@ -20,7 +20,7 @@ LAYERS = [
     ("safety/observe", ["keel.safety", "keel.observe", "keel.agent.approvals"]),
     ("engines", ["keel.ingest", "keel.retrieval", "keel.answerability", "keel.answer", "keel.agent", "keel.evals"]),
     ("context", ["keel.factory"]),
-    ("entry", ["keel.cli", "keel.ui", "keel.agent.cli", "keel.pytest_plugin"]),
+    ("entry", ["keel.cli", "keel.chat", "keel.ui", "keel.agent.cli", "keel.pytest_plugin"]),
 ]
 # upward imports that stand today, each with its reason; one that goes away must leave this list too
 KNOWN_UPWARD = {("keel.observe", "keel.answer.types"): "a log row is an `Answer` for a `User`: plain dataclasses",
