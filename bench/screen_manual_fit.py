@@ -6,6 +6,10 @@ screen's features key on: imperatives ("do not use X", "set Y before Z"), second
 their page (so the cross-validation that sets the threshold keeps a page's chunks in one fold), at most `--per-manual`
 per manual, chosen by chunk hash. The `held_out` pages and any manual not named in `--manuals` inform nothing.
 
+Benign passages are fitted on every view the screen scores (sentences, decodings), not only their main view
+(`--main-views-only`: as `fit_screen` does): every false quarantine measured on the manuals was on a short sentence
+view such as "this object is defined as follows:", which the shipped model never saw in training.
+
 Writes the refitted model (`--out`, default: the packaged `keel/safety/screen_model.json` with `--install`), the ids
 of the manual chunks it was fitted on (bench/results/screen-manuals-train-ids.json: manual, page, chunk index, the
 SHA-256 of the chunk's text; the text itself is not committed), and the attack recall of both models on the held-out
@@ -23,6 +27,17 @@ sys.path.insert(0, str(ROOT)); sys.path.insert(0, str(HERE))
 from keel.safety.learned import load_screen_set, fit_screen, save_model, load_model, _default_path
 from keel.safety.screen import screen, load_injection_set
 from screen_manuals import MANUALS, manual_pages, split_of
+import keel.safety.learned as L
+
+def _fit_all_views(items, y, C, min_df, class_weight=None):
+    "The candidate recipe: the items' main views and every other view of a benign item (benign too)."
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+    texts = [L._views_of(i["text"])[0] for i in items]
+    more = [v for i, l in zip(items, y) if not l for v in L._views_of(i["text"])[1:]]   # sentences, decodings
+    X, vocab = L._matrix(texts + more, min_df=min_df, class_weight=class_weight)
+    yy = np.concatenate([np.asarray(y), np.zeros(len(more), dtype=int)])
+    return LogisticRegression(C=C, max_iter=3000, class_weight="balanced").fit(X, yy), vocab
 
 def manual_negatives(names, per_manual:int) -> list[dict]:
     "Benign passages from the tune pages of the named manuals, at most `per_manual` each, chosen by chunk hash."
@@ -55,7 +70,9 @@ def main():
     ap.add_argument("--per-manual", type=int, default=800)
     ap.add_argument("--install", action="store_true", help="write the packaged model")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--main-views-only", action="store_true", help="fit on main views alone, as the notebook does")
     a = ap.parse_args()
+    if not a.main_views_only: L._fit = _fit_all_views     # the shipped fit trains on main views only
     t0 = time.process_time()
     train = [i for i in load_screen_set(ROOT/"golden/safety/screen_set.jsonl") if i.get("split") == "train"]
     neg = manual_negatives(a.manuals, a.per_manual)

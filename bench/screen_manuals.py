@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT))
 from keel.ingest.loaders import load
 from keel.ingest.chunking import chunk_document
 from keel.ingest.boilerplate import BlockCounts, keys_of, strip_boilerplate
-from keel.safety.learned import screen_learned, default_model
+from keel.safety.learned import screen_learned, default_model, load_model
 
 MANUALS = {"python3-doc": "/usr/share/doc/python3-doc/html", "sqlite3-doc": "/usr/share/doc/sqlite3",
            "postgresql-doc-15": "/usr/share/doc/postgresql-doc-15/html"}
@@ -71,13 +71,14 @@ def main():
     ap.add_argument("--manual", nargs="*", default=list(MANUALS))
     ap.add_argument("--limit", type=int, default=None, help="an even sample of N pages per manual")
     ap.add_argument("--name", default="current")
+    ap.add_argument("--model", type=Path, default=None, help="a model file instead of the packaged one")
     a = ap.parse_args()
-    m, t0 = default_model(), time.process_time()
-    out = dict(screen="default (patterns + learned)", threshold=round(m.threshold, 3), limit=a.limit, manuals=[])
+    m, t0 = (load_model(a.model) if a.model else default_model()), time.process_time()
+    out = dict(screen="patterns + learned", model=str(a.model or "packaged"), threshold=round(m.threshold, 3), limit=a.limit, manuals=[])
     for n in a.manual:
         root = Path(MANUALS[n])
         if not root.exists(): print(f"skip {n}: not installed ({root})", file=sys.stderr); continue
-        r = measure(n, root, a.limit, screen_learned); out["manuals"].append(r)
+        r = measure(n, root, a.limit, lambda t: screen_learned(t, m)); out["manuals"].append(r)
         print(json.dumps(dict(manual=n, loaded=r["loaded"], **{k: {x: v[x] for x in ("pages", "pages_flagged",
               "page_share", "chunks", "chunks_flagged", "chunk_fpr")} for k, v in r["splits"].items()})), flush=True)
     out["cpu_s"] = round(time.process_time() - t0, 1)
