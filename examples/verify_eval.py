@@ -228,7 +228,11 @@ def _report_checks(p:dict, report:bytes, item:str|None):
         if item not in ids: yield "item", False, f"item: {item!r} is not in the report"; return
         i = ids.index(item)
         ok = merkle_check(leaves[i], i, len(items), merkle_path(leaves, i), bytes.fromhex(p["items"]["merkle_root"]))
-        yield "item", ok, f"item: {item} is leaf {i} of {len(items)}" if ok else f"item: {item}'s Merkle path does not match"
+        yield (
+            "item",
+            ok,
+            f"item: {item} is leaf {i} of {len(items)}" if ok else f"item: {item}'s Merkle path does not match",
+        )
 
 def _disclosure_check(p:dict, d:dict):
     "One item disclosed without the report: its record, index, tree size and audit path against the signed root."
