@@ -21,7 +21,7 @@ GOLDEN = ROOT / "golden" / "golden.yaml"
 MANIFEST = ROOT / "golden" / "corpus" / "manifest.yaml"
 FIXTURE = ROOT / "golden" / "retrieval" / "fixture.yaml"
 VOLATILE = ("_ts", "ms", "latency_ms", "seconds", "embed_seconds", "judge_ms", "wall_s", "model_ms", "item_ms",
-            "model_seconds", "judge_seconds", "item_seconds", "seconds_per_item")
+            "model_seconds", "judge_seconds", "item_seconds", "seconds_per_item", "stamp", "created_at")
 
 
 
