@@ -17,7 +17,7 @@ from ..retrieval.bm25 import STOPWORDS
 from ..answer.types import User
 from .core import norm
 from .golden import read_golden_set
-from .gate import report_head, write_report_files
+from .gate import report_head, write_result_files
 from .report import report_page, esc
 from ..yamlfile import read_yaml
 
@@ -255,8 +255,7 @@ def to_html(self:AclResult) -> str:
 @patch
 def write(self:AclResult, report_dir:Path|str) -> tuple[Path, ...]:
     "`acl-<stamp>.json/.md/.html` and `latest-acl.*` in `report_dir`; the stamped paths."
-    return write_report_files(report_dir, self.kind, self.head["stamp"], dict(
-        json=json.dumps(self.to_dict(), indent=2, ensure_ascii=False), md=self.to_markdown(), html=self.to_html()))
+    return write_result_files(self, report_dir, html=self.to_html())
 
 @property
 def _payload(self): return self.to_dict()

@@ -11,7 +11,7 @@ from typing import Callable, Sequence
 from fastcore.basics import patch
 from ..errors import KeelError, InputError, DocumentError, EXIT_OK, EXIT_FAILED
 from ..command import command_parser, run_command
-from .gate import report_head, write_report_files
+from .gate import report_head, write_result_files
 from .core import norm, invalid, read_dataset
 from .answer_command import text_digest
 from .review import git, locate, resolve_commit
@@ -299,9 +299,7 @@ def write_files(self:ClaimsResult, json_path=None, markdown_path=None):
 @patch
 def write(self:ClaimsResult, report_dir:Path|str) -> tuple[Path, Path]:
     "Write `claims-<stamp>.json/.md` and `latest-claims.*` in `report_dir`; return the stamped paths."
-    return write_report_files(report_dir, self.kind, self.head["stamp"],
-                              dict(json=json.dumps(self.to_dict(), indent=2, ensure_ascii=False),
-                                   md=self.to_markdown()))
+    return write_result_files(self, report_dir)
 
 # %% ../../nbs/59_evals_claims.ipynb #bf759f72
 def claims_parser() -> argparse.ArgumentParser:

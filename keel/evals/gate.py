@@ -16,9 +16,9 @@ from .core import item_value
 
 # %% auto #0
 __all__ = ['SCHEMA_VERSION', 'KAPPA_BAR', 'REPORT_ROWS', 'worse_by', 'meets', 'Regression', 'describe', 'Gate', 'FloorCheck',
-           'matched_interval', 'report_kind', 'latest_name', 'report_head', 'write_report_files', 'kind_of_report',
-           'read_report', 'load_baseline', 'differences', 'check_same', 'default_baseline_path', 'promote',
-           'HarnessResult', 'check_result']
+           'matched_interval', 'report_kind', 'latest_name', 'report_head', 'write_report_files', 'write_result_files',
+           'kind_of_report', 'read_report', 'load_baseline', 'differences', 'check_same', 'default_baseline_path',
+           'promote', 'HarnessResult', 'check_result']
 
 # %% ../../nbs/49a_evals_gate.ipynb #dd8ed081
 def worse_by(current:float, reference:float, margin:float, lower:bool=False) -> bool:
@@ -155,6 +155,14 @@ def write_report_files(report_dir:Path|str, kind:str, stamp:str, # the folder, t
     for stem in (f"{short}-{stamp}", latest_name(kind)):
         for suffix, text in files.items(): (d/f"{stem}.{suffix}").write_text(text, encoding="utf-8")
     return tuple(d/f"{short}-{stamp}.{suffix}" for suffix in files)
+
+def write_result_files(res, # a result with `kind`, `head`, `to_dict()` and `to_markdown()`
+                       report_dir:Path|str, **more # further suffixes and their text, e.g. html=...
+                      ) -> tuple[Path, ...]:
+    "A result's JSON (`to_dict`) and Markdown (`to_markdown`), and `more`, through `write_report_files`."
+    return write_report_files(report_dir, res.kind, res.head["stamp"],
+                              dict(json=json.dumps(res.to_dict(), indent=2, ensure_ascii=False),
+                                   md=res.to_markdown(), **more))
 
 # %% ../../nbs/49a_evals_gate.ipynb #0b0edcbe
 def kind_of_report(p) -> str|None:

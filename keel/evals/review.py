@@ -11,7 +11,7 @@ from typing import Callable, Sequence
 from fastcore.basics import patch
 from ..errors import KeelError, InputError, EXIT_OK, EXIT_FAILED
 from ..command import command_parser, run_command, print_error
-from .gate import report_head, write_report_files
+from .gate import report_head, write_result_files
 from .core import norm, source_ref, invalid, int_value, number_value, text_list, read_dataset
 from .answer_command import (DEFAULT_TIMEOUT, Source, Claim, CommandAnswer, make_locators,
                                        build_request, answer_with_command, text_digest)
@@ -597,9 +597,7 @@ def write_files(self:ReviewResult, json_path:Path|str|None=None, markdown_path:P
 @patch
 def write(self:ReviewResult, report_dir:Path|str) -> tuple[Path, Path]:
     "Write `review-<stamp>.json/.md` and `latest-review.*` in `report_dir`; return the stamped paths."
-    return write_report_files(report_dir, self.kind, self.head["stamp"],
-                              dict(json=json.dumps(self.to_dict(), indent=2, ensure_ascii=False),
-                                   md=self.to_markdown()))
+    return write_result_files(self, report_dir)
 
 # %% ../../nbs/58_evals_review.ipynb #3928087a
 def _split_command(argv:Sequence[str]) -> tuple[list[str], list[str]|None]:

@@ -18,7 +18,7 @@ from .checkpoint import code_version
 from .review import git, locate, resolve_commit, changed_paths, SUPPORTED
 from .claims import CommitReader
 from .since import corpus_documents
-from .gate import read_report, report_head, write_report_files
+from .gate import read_report, report_head, write_result_files
 from .golden import put_golden_item
 
 # %% auto #0
@@ -410,9 +410,7 @@ def to_markdown(self:StaleResult) -> str:
 @patch
 def write(self:StaleResult, report_dir:Path|str) -> tuple[Path, Path]:
     "Write `stale-<stamp>.json/.md` and `latest-stale.*` in `report_dir`; return the stamped paths."
-    return write_report_files(report_dir, self.kind, self.head["stamp"],
-                              dict(json=json.dumps(self.to_dict(), indent=2, ensure_ascii=False),
-                                   md=self.to_markdown()))
+    return write_result_files(self, report_dir)
 
 # %% ../../nbs/66_evals_stale.ipynb #48f24e52
 def golden_item(p:Probe) -> dict:
