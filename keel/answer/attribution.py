@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 # %% auto #0
-__all__ = ['CITE_MARK', 'THRESHOLDS', 'terms', 'sentences', 'figures', 'names', 'words', 'coverage', 'statements', 'context',
-           'stated', 'missing', 'Thresholds', 'supports', 'answer_sentences', 'Attributed', 'attribute', 'rebuild']
+__all__ = ['CITE_MARK', 'THRESHOLDS', 'terms', 'sentences', 'figure_mentions', 'figures', 'names', 'words', 'coverage',
+           'statements', 'context', 'stated', 'missing', 'Thresholds', 'supports', 'answer_sentences', 'Attributed',
+           'attribute', 'rebuild']
 
 # %% ../../nbs/30a_answer_attribution.ipynb #877121af
 _STOP = set("a an and are as at be by can do does for from has have how i if in is it its may must of on or shall "
@@ -38,20 +39,26 @@ def sentences(text:str) -> list[str]:
 _NUM_WORDS = dict(zip("two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
                       "seventeen eighteen nineteen twenty thirty forty fifty sixty hundred thousand".split(),
                       [*range(2, 21), 30, 40, 50, 60, 100, 1000]))
-_FIG_RE = re.compile(r"\b\d{1,2}:\d{2}\b|\d+(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\b(?:" + "|".join(_NUM_WORDS) + r")\b",
-                     re.I)
+_SCI = r"\d+(?:\.\d+)?(?:[eE][+-]?\d+|\s*[x\u00d7]\s*10\^[+-]?\d+)"   # 1.4e+14, 2.8 x 10^14
+_FIG_RE = re.compile(_SCI + r"|\b\d{1,2}:\d{2}\b|\d+(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\b(?:" + "|".join(_NUM_WORDS)
+                     + r")\b", re.I)
 CITE_MARK = re.compile(r"\[\s*\d+(?:\s*[,;]\s*\d+)*\s*\]")
 
 def _norm_figure(s:str) -> str:
     s = s.lower()
     if s in _NUM_WORDS: return str(_NUM_WORDS[s])
     if ":" in s: h, m = s.split(":"); return f"{int(h)}:{m}"
-    v = float(s.replace(",", ""))
+    v = float(re.sub(r"\s*[x\u00d7]\s*10\^", "e", s.replace(",", "")))
     return str(int(v)) if v.is_integer() else repr(v)
+
+def figure_mentions(text:str) -> list[tuple[str, int, int]]:
+    "Each figure of `text` with citation markers blanked out: its normalised value, start and end."
+    return [(_norm_figure(m.group()), m.start(), m.end()) for m in _FIG_RE.finditer(CITE_MARK.sub(
+        lambda m: " " * len(m.group()), text))]
 
 def figures(text:str) -> set[str]:
     "The normalised figures of `text` (citation markers ignored)."
-    return {_norm_figure(m.group()) for m in _FIG_RE.finditer(CITE_MARK.sub(" ", text))}
+    return {v for v, _, _ in figure_mentions(text)}
 
 # %% ../../nbs/30a_answer_attribution.ipynb #74962a88
 _NAME_STOP = set("I A An The This That These Those It Its If In On At For Of Or And But As By To With When Where What "
@@ -157,9 +164,10 @@ class Attributed:
     missing: list[str] = field(default_factory=list)   # figures and names in no cited passage
     coverage: list[float] = field(default_factory=list)
     cosine: list[float|None] = field(default_factory=list)
+    contradicted: str = ""   # why a passage says the opposite (keel.answer.contradiction), "" when none does
 
     @property
-    def supported(self) -> bool: return bool(self.cites) and not self.missing
+    def supported(self) -> bool: return bool(self.cites) and not self.missing and not self.contradicted
 
 def _cosines(ss:list[str], passages:list[str], embed=None, passage_vecs=None) -> np.ndarray|None:
     if embed is None or not ss or not passages: return None
