@@ -36,6 +36,7 @@ class AgentResult:
     prompt_tokens: int = 0
     output_tokens: int = 0
     error: str|None = None
+    model_ms: float = 0.0                       # time spent inside model calls so far (every turn)
 
     @property
     def tokens(self) -> int: return self.prompt_tokens + self.output_tokens
@@ -116,9 +117,9 @@ def plain_turns(messages:list[ChatMessage]) -> list[ChatMessage]:
 
 @patch
 def _turn(self:AgentLoop, state:dict) -> ChatResult:
-    "Ask the model for the next step."
+    "Ask the model for the next step; the call's time is added to the run's `model_ms`."
     specs = self.registry.specs()
-    kw = dict(temperature=self.temperature, max_tokens=self.max_tokens)
+    kw, t0 = dict(temperature=self.temperature, max_tokens=self.max_tokens), time.perf_counter()
     try:
         if self.tool_mode == "json":
             # the tool list, then the instructions and worked example next to the task: the order in-process
@@ -131,6 +132,7 @@ def _turn(self:AgentLoop, state:dict) -> ChatResult:
     except Exception as e:
         raise ModelError(f"the model {model_location(self.llm)} failed: {type(e).__name__}: {e}",
                          fix="check that the model is prepared and its server is running") from None
+    finally: state["model_ms"] = state.get("model_ms", 0.0) + (time.perf_counter() - t0) * 1000
 
 # %% ../../nbs/43_agent_loop.ipynb #10668e92
 def _tool_msg(call:ToolCall, status:str, payload, limit:int) -> ChatMessage:
@@ -231,7 +233,7 @@ def _finish(self:AgentLoop, run_id:str, state:dict, user:User, question:str, sta
         if not cites and hits: cites = infer_citations(text, hits)
     state["ms"] += (time.perf_counter() - state.pop("_t0", time.perf_counter())) * 1000
     res = AgentResult(run_id, status, text, cites, state["step"], state["tool_calls"], None, state["prompt_tokens"],
-                      state["output_tokens"], error)
+                      state["output_tokens"], error, round(state.get("model_ms", 0.0), 3))
     self.ledger.append("agent_answer", run_id, dict(status=status, steps=state["step"], answer_sha256=digest(text),
                                                     citations=[c.chunk_id for c in cites],
                                                     calls=len(state["tool_calls"]), prompt_tokens=res.prompt_tokens,
@@ -274,7 +276,8 @@ def _await(self:AgentLoop, run_id:str, state:dict, a:dict) -> AgentResult:
     self._save(run_id, state, "awaiting_approval")
     return AgentResult(run_id, "awaiting_approval",
                        f"waiting for a person to approve {a['tool']} (approval request {a['id']})", [], state["step"],
-                       state["tool_calls"], a, state["prompt_tokens"], state["output_tokens"])
+                       state["tool_calls"], a, state["prompt_tokens"], state["output_tokens"],
+                       model_ms=round(state.get("model_ms", 0.0), 3))
 
 # %% ../../nbs/43_agent_loop.ipynb #c7bdac7a
 @patch
