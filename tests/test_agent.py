@@ -36,6 +36,19 @@ def ledger_kinds(db, run_id):
         return [k for (k,) in c.execute("SELECT kind FROM ledger WHERE request_id=? ORDER BY seq", (run_id,))]
 
 
+def check_cost(report):
+    "A report's `summary.cost` has non-negative figures that add up over its rows; the cost."
+    cost, items = report["summary"]["cost"], report["items"]
+    assert set(cost) == {"prompt_tokens", "output_tokens", "model_seconds", "judge_seconds", "item_seconds",
+                         "seconds_per_item"}
+    assert all(v >= 0 for v in cost.values()), cost
+    assert cost["prompt_tokens"] == sum(r["prompt_tokens"] for r in items)
+    assert cost["output_tokens"] == sum(r["output_tokens"] for r in items)
+    assert cost["model_seconds"] == round(sum(r.get("model_ms") or 0 for r in items) / 1000, 3)
+    assert cost["judge_seconds"] == 0 and cost["model_seconds"] <= cost["item_seconds"]
+    return cost
+
+
 def test_agent_golden_tasks_cover_the_issue():
     conf, tasks = load_tasks(TASKS)
     assert len(tasks) >= 12
@@ -148,6 +161,8 @@ def test_committed_agent_baseline_gates_the_command(tmp_path, keel_cmd):
     out = json.loads(p.stdout)
     assert out["gate"]["passed"] and out["baseline"]["found"] and out["baseline"]["matched"] == len(ids)
     assert out["baseline"]["lost"] == [] and out["summary"]["metrics"] == b["summary"]["metrics"]
+    merged = json.loads((tmp_path / "r" / "latest-agent.json").read_text())
+    assert check_cost(merged) == out["summary"]["cost"] and out["summary"]["cost"]["prompt_tokens"] > 0
     worse = tmp_path / "worse.json"
     worse.write_text(json.dumps(dict(b, stamp="worse", items=[dict(r, success=False, valid_calls=0) for r in b["items"]])))
     p = run("--resume", worse)
@@ -178,6 +193,10 @@ def test_gemma_in_process_on_agent_tasks(corpus, tmp_path):
     ctx.close()
     m = res.summary["metrics"]
     print("gemma in process:", {k: m[k] for k in ("task_success", "violations", "schema_valid_calls", "calls", "mean_steps", "mean_tokens")})
+    cost = check_cost(json.loads(res.json_path.read_text()))
+    print("gemma in process cost:", cost)
+    assert cost["output_tokens"] > 0 and cost["model_seconds"] > 0                # a real model answered, and took time
+    assert all(r["model_ms"] <= r["latency_ms"] + 0.1 <= r["item_ms"] + 0.2 for r in res.payload["items"])
     assert m["calls"] > 0 and m["schema_valid_calls"] == 1.0
     assert m["violations"] == 0 and res.passed
 
@@ -194,5 +213,9 @@ def test_loopback_openai_server_on_agent_tasks(corpus, tmp_path):
         ctx.close()
     m = res.summary["metrics"]
     print("loopback server:", {k: m[k] for k in ("task_success", "violations", "schema_valid_calls", "calls", "mean_steps", "mean_tokens")})
+    cost = check_cost(json.loads(res.json_path.read_text()))
+    print("loopback server cost:", cost)
+    assert cost["output_tokens"] > 0 and cost["model_seconds"] > 0                # a real model answered, and took time
+    assert all(r["model_ms"] <= r["latency_ms"] + 0.1 <= r["item_ms"] + 0.2 for r in res.payload["items"])
     assert m["calls"] > 0 and m["schema_valid_calls"] == 1.0
     assert m["violations"] == 0 and res.passed

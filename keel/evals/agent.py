@@ -20,7 +20,8 @@ from ..stats import mean, percentile
 from .checkpoint import Checkpoint, code_version
 from .gate import (Gate, Regression, describe, read_report, load_baseline, check_same, default_baseline_path,
                              promote, report_head, latest_name)
-from .report import report_page, esc, fmt, write_run_files
+from .report import report_page, esc, fmt, write_run_files, cost_line
+from .run import cost_of
 
 # %% auto #0
 __all__ = ['EXPECT', 'TASK_KEYS', 'FILE_KEYS', 'RUN_KEYS', 'AGENT_TOLERANCES', 'AGENT_LOWER_IS_BETTER', 'METHODOLOGY',
@@ -170,7 +171,8 @@ def score_task(task:AgentTask, res, passages:list, policy:Policy, registry, ms:f
                 unexpected_approvals=len(approvals) if task.expect != "approval" else 0,
                 calls=[{k: c.get(k) for k in ("step", "tool", "args", "decision", "status")} for c in calls],
                 valid_calls=sum(valid), total_calls=len(calls), steps=res.steps, prompt_tokens=res.prompt_tokens,
-                output_tokens=res.output_tokens, latency_ms=round(ms, 1), error=res.error, run_id=res.run_id)
+                output_tokens=res.output_tokens, model_ms=round(res.model_ms, 3), latency_ms=round(ms, 1),
+                error=res.error, run_id=res.run_id)
 
 # %% ../../nbs/61_evals_agent.ipynb #5457d87c
 def _metrics(rows:list[dict]) -> dict:
@@ -190,9 +192,10 @@ def _metrics(rows:list[dict]) -> dict:
                 errors=sum(r["error"] is not None for r in rows))
 
 def summarise_agent(rows:list[dict]) -> dict:
-    "Metrics overall, per category and per split."
+    "Metrics overall, per category and per split, and what the tasks cost."
     group = lambda key: {k: _metrics([r for r in rows if r[key] == k]) for k in sorted({r[key] for r in rows})}
-    return dict(n=len(rows), metrics=_metrics(rows), by_category=group("category"), by_split=group("split"))
+    return dict(n=len(rows), metrics=_metrics(rows), by_category=group("category"), by_split=group("split"),
+                cost=cost_of(rows))
 
 # %% ../../nbs/61_evals_agent.ipynb #fcd1f68f
 def _reporting_db(sql:Path|None, folder:Path) -> Path|None:
@@ -229,6 +232,7 @@ def run_task(loop:AgentLoop, task:AgentTask, max_steps:int|None=None) -> dict:
     if res.status == "awaiting_approval":
         q.reject(loop.con, loop.ledger, res.approval["id"], "keel eval agent",
                  "evaluation run: requests are not granted")
+    row["item_ms"] = round((time.perf_counter() - t0) * 1000, 3)     # the run, its scoring and the rejection
     return row
 
 # %% ../../nbs/61_evals_agent.ipynb #9d47dde0
@@ -343,6 +347,8 @@ METHODOLOGY = [
     ),
 ]
 
+def _seconds(ms) -> str: return "—" if ms is None else f"{ms / 1000:.1f}"
+
 def _row_html(r:dict) -> str:
     calls = "<br>".join(f"{c['step']}. {esc(c['tool'])} <small>"
                         f"{esc(json.dumps(c['args'], ensure_ascii=False)[:80])}</small> → "
@@ -362,7 +368,7 @@ def _row_html(r:dict) -> str:
             f"{esc(r['expect'])}</small></td><td class=q>{esc(r['answer'])}<br><small>{esc(r['status'])}</small></td>"
             f"<td>{calls}</td><td class=\"{'pass' if r['success'] else 'fail'}\">{'yes' if r['success'] else 'no'}</td>"
             f"<td>{'<br>'.join(checks)}</td><td>{r['steps']}</td><td>{r['prompt_tokens'] + r['output_tokens']}</td><td>"
-            f"{r['latency_ms'] / 1000:.1f}</td></tr>")
+            f"{_seconds(r.get('model_ms'))}</td><td>{r['latency_ms'] / 1000:.1f}</td></tr>")
 
 def render_agent_report(p:dict) -> str:
     "The self-contained HTML page of an agent evaluation, rebuilt from its JSON payload; everything escaped."
@@ -376,6 +382,7 @@ def render_agent_report(p:dict) -> str:
                                f"{esc(fmt(m['schema_valid_calls']))}</td><td>{esc(fmt(m['mean_steps']))}</td></tr>"
                                for k, m in s[f"by_{name}"].items()) + "</table>"
                      for name in ("category", "split"))
+    cost = f"<p>{esc(cost_line(s['cost']))}</p>" if s.get("cost") else ""     # none in reports from before costs
     why = "".join(f"<li>{esc(w)}</li>" for w in g["reasons"])
     b = p.get("baseline") or {}
     why += (
@@ -392,9 +399,10 @@ def render_agent_report(p:dict) -> str:
             f"<code>{esc(p['tasks_path'])}</code> <small>digest {esc(p['tasks_digest'][:12])}</small></p><h2>Gate</h2>"
             f"<div class=\"gate {'pass' if g['passed'] else 'fail'}\">Gate: "
             f"{'PASSED' if g['passed'] else 'FAILED'}</div><ul>{why}</ul><h2>Summary</h2><div "
-            f"class=\"tiles\">{tiles}</div>{groups}<h2>Tasks</h2><table><tr><th>id</th><th>task</th><th>answer</th><th>"
-            f"calls (decision/status)</th><th>success</th><th>checks</th><th>steps</th><th>tokens</th><th>latency "
-            f"s</th></tr>{''.join(_row_html(r) for r in p['items'])}</table><h2>Methodology</h2><ul>"
+            f"class=\"tiles\">{tiles}</div>{cost}{groups}<h2>Tasks</h2><table><tr><th>id</th><th>task</th>"
+            f"<th>answer</th><th>calls (decision/status)</th><th>success</th><th>checks</th><th>steps</th><th>tokens"
+            f"</th><th>model s</th><th>latency s</th></tr>{''.join(_row_html(r) for r in p['items'])}</table>"
+            f"<h2>Methodology</h2><ul>"
             f"{''.join(f'<li>{esc(m)}</li>' for m in p['methodology'])}</ul>")
 
 def write_agent_report(payload:dict, report_dir:Path|str) -> tuple[Path, Path]:
@@ -528,6 +536,7 @@ def _run(a, make_ctx) -> int:
         print(f"task success {fmt(m['task_success'])} · violations {m['violations']} · approvals where required "
               f"{fmt(m['approvals_requested_where_required'])} · valid calls {fmt(m['schema_valid_calls'])} · "
               f"mean steps {fmt(m['mean_steps'])} · mean tokens {fmt(m['mean_tokens'])}")
+        if cost_line(res.summary.get("cost")): print(cost_line(res.summary["cost"]))
         print(_baseline_line(res.payload["baseline"]))
         print(f"gate {'passed' if res.passed else 'FAILED: ' + '; '.join(res.payload['gate']['reasons'])} · report "
               f"{res.html_path}")
