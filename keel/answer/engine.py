@@ -13,6 +13,7 @@ from ..errors import KeelError, InputError, ModelError
 from ..providers.base import ChunkHit, ChatResult, ChatMessage, allowed, first_repeat, count_tokens
 from .types import User, Citation, Answer
 from .attribution import terms, sentences, statements, figures, attribute, rebuild
+from .contradiction import mark
 from .prompts import (REFUSAL, EVIDENCE, Prompt, build_prompt, fit_prompt, is_refusal, is_bare_citation,
                                  strip_scaffolding, citation_numbers, CITE_RE, clean_source)
 from .jsonschema import validate
@@ -270,10 +271,13 @@ def vectors(self:AnswerEngine, hits:list[ChunkHit]) -> tuple:
 
 @patch
 def _ground(self:AnswerEngine, text:str, question:str, hits:list[ChunkHit], looped:bool,
-            rank:SentenceRanking) -> tuple[str, list[Citation], bool, str]:
+            rank:SentenceRanking, found:list|None=None # gets one row per sentence a passage contradicts
+           ) -> tuple[str, list[Citation], bool, str]:
     "Keep the supported sentences of `text` with their supporting citations, or fall back to the extractive answer."
     text, _ = resolve_citations(text, hits)
     atts = attribute(text, [h.text for h in hits], *self.vectors(hits))
+    for c in mark(atts, [h.text for h in hits], question):   # a contradicted sentence is not supported: dropped
+        if c and found is not None: found.append(dict(kind=c.kind, chunk_id=hits[c.passage - 1].chunk_id))
     new, how = rebuild(atts)
     if new and not yes_no(question) and says_nothing(question, new):
         new = ""           # a restated question answers nothing
@@ -291,7 +295,7 @@ def _ground(self:AnswerEngine, text:str, question:str, hits:list[ChunkHit], loop
 
 @patch
 def _read_reply(self:AnswerEngine, raw:str, question:str, hits:list[ChunkHit],
-                rank:SentenceRanking|None=None) -> tuple[str, list[Citation], bool, str]:
+                rank:SentenceRanking|None=None, found:list|None=None) -> tuple[str, list[Citation], bool, str]:
     "Text, citations, refused flag and `produced_by` for a model reply over `hits`."
     rank = SentenceRanking(question) if rank is None else rank
     text = strip_scaffolding(raw)
@@ -305,7 +309,7 @@ def _read_reply(self:AnswerEngine, raw:str, question:str, hits:list[ChunkHit],
         text = ex if ex else f"{best_sentence(hits[ns[0] - 1].text, question)} [1]"
         text, cites = resolve_citations(CITE_RE.sub(lambda m: f"[{ns[int(m.group(1)) - 1]}]", text), hits)
         return text, [dc_replace(c, inferred=True) for c in cites], False, "extractive_fallback"
-    return self._ground(text, question, hits, cut is not None, rank)
+    return self._ground(text, question, hits, cut is not None, rank, found)
 
 # %% ../../nbs/31_answer_engine.ipynb #334aec3b
 def parse_json_reply(text:str, # the model's reply
@@ -481,11 +485,13 @@ def _generative(self:AnswerEngine, question, user, hits, a:Answer, t0) -> Answer
         prompt, hits, budget = self._fit(question, hits, firm=True, rank=rank)
         res, tm = self._generate(prompt)
         _add_usage(a, res, tm)
-    a.text, a.citations, a.refused, a.produced_by = self._read_reply(res.content, question, hits, rank)
+    found = []
+    a.text, a.citations, a.refused, a.produced_by = self._read_reply(res.content, question, hits, rank, found)
     reason = ("model refused" if a.produced_by == "refusal" else "nothing supported, nothing to extract"
               if a.refused else None)
     return self._finish(a, user, question, t0, dict(reason=reason, retried=retried, prompt_budget=budget,
-                                                    model_cited=any(not c.inferred for c in a.citations)))
+                                                    model_cited=any(not c.inferred for c in a.citations),
+                                                    contradicted=found))
 
 @patch
 def _extractive(self:AnswerEngine, question, user, hits, a:Answer, t0) -> Answer:

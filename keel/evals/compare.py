@@ -91,6 +91,7 @@ RUN_OUTCOMES = (
     *(_O(m, {"mrr": "rr"}.get(m, m), binary=False) for m in ("mrr", "context_precision", "context_recall",
                                                               "token_f1", "answer_recall", "supported_sentences")),
     _O("unsupported_figures", "unsupported_figures", binary=False, better=-1),
+    _O("contradicted_sentences", "contradicted_sentences", binary=False, better=-1),
     *(_O(m, m, binary=False) for m in ("groundedness", "relevance", "correctness")))
 
 # %% ../../nbs/56a_evals_compare.ipynb #1d9950fa

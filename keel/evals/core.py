@@ -156,7 +156,7 @@ RATES = ("hit_at_1", "hit_at_3", "hit_at_5", "mrr", "context_precision", "contex
          "answered", "evidence_rate", "evidence_hit", "helpful_rate", "must_include", "must_not_include",
          "citation_valid", "groundedness", "relevance", "correctness",
          "token_f1", "answer_recall", "supported_sentences", "unsupported_figures",
-         "model_cited")   # the last five: keel.evals.grounding
+         "model_cited", "contradicted_sentences")   # the last six: keel.evals.grounding
 COUNTS = ("false_refusals", "false_answers", "leaks", "judge_unscored", "errors")
 COSTS = ("latency_p50_ms", "latency_p95_ms", "prompt_tokens", "output_tokens")
 REFUSAL_RATES = ("false_refusal_rate", "false_answer_rate")   # over answerable items / over items that must be refused

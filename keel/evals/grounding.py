@@ -7,6 +7,7 @@ from __future__ import annotations
 import re, string
 from collections import Counter
 from ..answer.attribution import attribute, supports, missing, THRESHOLDS
+from ..answer.contradiction import contradiction
 
 # %% auto #0
 __all__ = ['normalize_answer', 'token_f1', 'answer_recall', 'sentence_support', 'groundedness', 'grounding_agreement',
@@ -48,22 +49,28 @@ def answer_recall(answer:str, reference:str) -> float:
 def sentence_support(text:str, # the answer, with its [n] markers
                      citations:list[int], # the answer's citation numbers (what the reader is shown)
                      passages:list[str], # the passages, numbered 1.. as in the answer
-                     embed=None, passage_vecs=None) -> list[dict]:
-    "Per answer sentence: the passages it cites, whether one supports it, and its figures and names found in none."
+                     embed=None, passage_vecs=None,
+                     question:str|None=None # the question, so a bare yes or no can be checked
+                    ) -> list[dict]:
+    "Per answer sentence: its cited passages, which support it, its figures and names in none, and any contradiction."
     out = []
     for a in attribute(text, passages, embed, passage_vecs):
         cited = [n for n in (a.written or citations or range(1, len(passages) + 1)) if 1 <= n <= len(passages)]
         ok = [n for n in cited if supports(a.coverage[n - 1], a.cosine[n - 1])]
         miss = missing(a.text, [passages[n - 1] for n in cited])
-        out.append(dict(sentence=a.text, cited=cited, supported_by=ok, missing=miss, supported=bool(ok) and not miss))
+        c = contradiction(a.text, passages, question)
+        out.append(dict(sentence=a.text, cited=cited, supported_by=ok, missing=miss, contradicted=str(c) if c else "",
+                        supported=bool(ok) and not miss and not c))
     return out
 
 # %% ../../nbs/54a_evals_grounding.ipynb #50ffa313
-def groundedness(text:str, citations:list[int], passages:list[str], embed=None, passage_vecs=None) -> dict:
-    "Sentences, supported ones, unsupported figures/names, supported share (None without sentences), valid citations."
-    ss = sentence_support(text, citations, passages, embed, passage_vecs)
+def groundedness(text:str, citations:list[int], passages:list[str], embed=None, passage_vecs=None,
+                 question:str|None=None) -> dict:
+    "Sentences, supported and contradicted ones, unsupported figures/names, supported share, valid citations."
+    ss = sentence_support(text, citations, passages, embed, passage_vecs, question)
     used = {n for s in ss for n in s["supported_by"]}
     return dict(sentences=len(ss), supported=sum(s["supported"] for s in ss),
+                contradicted=sum(bool(s["contradicted"]) for s in ss),
                 unsupported_figures=sum(len(s["missing"]) for s in ss),
                 score=sum(s["supported"] for s in ss) / len(ss) if ss else None,
                 citations_supported=all(n in used for n in citations) if citations else None,
@@ -74,7 +81,8 @@ def grounding_agreement(labels:list[dict], # judge labels: question, contexts, a
                         embed=None) -> dict:
     "Accuracy and Cohen's kappa of the model-free groundedness verdict against the human groundedness labels."
     from keel.stats import cohen_kappa
-    rows = [(int(l["human"]["groundedness"] >= 0.5), groundedness(l["answer"], [], list(l["contexts"]), embed)["score"])
+    rows = [(int(l["human"]["groundedness"] >= 0.5), groundedness(l["answer"], [], list(l["contexts"]), embed,
+                                                                  question=l.get("question"))["score"])
             for l in labels
             if l.get("human", {}).get("groundedness") is not None]
     rows = [(h, int(s == 1.0)) for h, s in rows if s is not None]
@@ -88,18 +96,21 @@ def answer_metrics(answer:str, # the answer text, with its markers
                    citations:list[tuple[int, bool]], # (n, inferred) of each citation
                    passages:list[str], # the retrieved passages, numbered 1..
                    reference:str|None, # the reference answer, if the item has one
-                   expect_refusal:bool=False, embed=None, passage_vecs=None) -> dict:
-    "Token F1, answer recall, supported share, unsupported figures, model-cited flag and citation support of an answer."
-    out = dict.fromkeys(("token_f1", "answer_recall", "supported_sentences", "unsupported_figures", "model_cited",
-                         "citations_supported"))
+                   expect_refusal:bool=False, embed=None, passage_vecs=None,
+                   question:str|None=None # the question, so a bare yes or no can be checked
+                  ) -> dict:
+    "Token F1, answer recall, supported and contradicted shares, unsupported figures, model-cited flag, cited support."
+    out = dict.fromkeys(("token_f1", "answer_recall", "supported_sentences", "contradicted_sentences",
+                         "unsupported_figures", "model_cited", "citations_supported"))
     out["unsupported_citations"] = []
     if expect_refusal: return out
     if reference:
         out.update(token_f1=0.0, answer_recall=0.0) if refused else out.update(
             token_f1=token_f1(answer, reference), answer_recall=answer_recall(answer, reference))
     if refused or not answer.strip(): return out
-    g = groundedness(answer, [n for n, _ in citations], passages, embed, passage_vecs)
+    g = groundedness(answer, [n for n, _ in citations], passages, embed, passage_vecs, question)
     out.update(supported_sentences=g["score"], unsupported_figures=float(g["unsupported_figures"]),
+               contradicted_sentences=g["contradicted"] / g["sentences"] if g["sentences"] else None,
                citations_supported=g["citations_supported"], model_cited=float(any(not inf for _, inf in citations)),
                unsupported_citations=g["unsupported_citations"])
     return out

@@ -52,9 +52,11 @@ METHODOLOGY = [
     "Model-free metrics beside must_include: token F1 and answer recall against expected_answer (SQuAD normalisation; "
     "recall over the reference's content words); supported_sentences, the share of answer sentences whose cited "
     "passage supports them (lexical coverage and embedding similarity over thresholds fitted on labelled data) with "
-    "every figure and name found in a cited passage; unsupported_figures, figures and names per answer found in no "
-    "cited passage; model_cited, the share of answers in which the model wrote a surviving citation itself. A citation "
-    "is valid only when attribution shows it supports a sentence of the answer.",
+    "every figure and name found in a cited passage and no passage contradicting them; unsupported_figures, figures "
+    "and names per answer found in no cited passage; contradicted_sentences, the share of answer sentences a passage "
+    "statement about the same thing contradicts (a negation or opposite flipped, another figure; lower is "
+    "better, a floor of 0 tolerates none); model_cited, the share of answers in which the model wrote a surviving "
+    "citation itself. A citation is valid only when attribution shows it supports a sentence of the answer.",
     "A metric whose agreement with the human labels (Cohen's kappa) is under the bar is shown greyed as unreliable, "
     "with its kappa; the model-free supported_sentences is measured against the same labels as the judge.",
     "Each answer records how it was produced: generated, repaired (sentences dropped, citations corrected or a loop "
@@ -119,7 +121,7 @@ GROUPS = {"Retrieval": ("hit_at_1", "hit_at_3", "hit_at_5", "mrr", "context_prec
                         "false_refusal_rate", "false_answer_rate", "false_refusals", "false_answers",
                         "must_include", "must_not_include", "citation_valid", "leaks", "errors"),
           "Generation (model-free)": ("token_f1", "answer_recall", "supported_sentences", "unsupported_figures",
-                                      "model_cited"),
+                                      "contradicted_sentences", "model_cited"),
           "Generation (judge)": ("groundedness", "relevance", "correctness", "judge_unscored"),
           "Cost": COSTS}
 
@@ -323,7 +325,8 @@ def _got(r:dict) -> str:
         out += f"<br><small>F1 {esc(fmt(r['token_f1']))} · recall {esc(fmt(r.get('answer_recall')))}</small>"
     if r.get("supported_sentences") is not None:
         out += (f"<br><small>supported sentences {esc(fmt(r['supported_sentences']))} · "
-                f"unsupported figures {esc(fmt(r.get('unsupported_figures')))}</small>")
+                f"unsupported figures {esc(fmt(r.get('unsupported_figures')))} · "
+                f"contradicted sentences {esc(fmt(r.get('contradicted_sentences')))}</small>")
     return out
 
 # %% ../../nbs/56_evals_report.ipynb #3b173411

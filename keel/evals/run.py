@@ -140,7 +140,8 @@ def judge_item(judges:list[Judge], item:GoldenItem, ans:Answer) -> dict:
     return out
 
 # %% ../../nbs/55_evals_run.ipynb #85f2ae54
-LOWER_IS_BETTER = frozenset(COUNTS + REFUSAL_RATES + ("latency_p50_ms", "latency_p95_ms"))
+LOWER_IS_BETTER = frozenset(COUNTS + REFUSAL_RATES + ("latency_p50_ms", "latency_p95_ms", "unsupported_figures",
+                                                       "contradicted_sentences"))
 
 def metrics_of(rows:list[dict]) -> dict:
     "Every aggregate metric of some item rows, kept separate."
@@ -307,7 +308,8 @@ def ground_item(ctx, item:GoldenItem, ans:Answer, row:dict) -> dict:
     eng = getattr(ctx, "answer_engine", None)
     vec = eng.vectors(ans.retrieved) if hasattr(eng, "vectors") else (None, None)
     m = answer_metrics(ans.text, ans.kind != "answer", [(c.n, c.inferred) for c in ans.citations],
-                       [h.text for h in ans.retrieved], item.expected_answer, item.expect_refusal, *vec)
+                       [h.text for h in ans.retrieved], item.expected_answer, item.expect_refusal, *vec,
+                       question=item.question)
     if m["unsupported_citations"] and row.get("citation_valid"):
         ids = {c.n: c.chunk_id for c in ans.citations}
         m.update(citation_valid=0.0, invalid_citations=row["invalid_citations"]
@@ -583,7 +585,8 @@ def _thresholds(specs:list[str]) -> dict:
 HEADLINE = ("hit_at_3", "mrr", "context_recall", "refusal_correct", "false_refusal_rate", "false_answer_rate",
             "answered", "evidence_rate", "evidence_hit", "helpful_rate",
             "must_include", "must_not_include", "citation_valid", "leaks", "token_f1", "answer_recall",
-            "supported_sentences", "unsupported_figures", "model_cited", "groundedness", "relevance", "correctness",
+            "supported_sentences", "unsupported_figures", "contradicted_sentences", "model_cited", "groundedness",
+            "relevance", "correctness",
             "judge_unscored", "latency_p50_ms", "latency_p95_ms")
 
 # %% ../../nbs/55_evals_run.ipynb #56c2c2ce
