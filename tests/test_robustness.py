@@ -29,8 +29,36 @@ def test_robustness_run_gates_and_reports(keel_cmd, data_dir, tmp_path):
     assert {t["perturbation"] for t in report["table"]} == {"permission_swap", "passage_order", "counterfactual"}
     assert r.returncode == (0 if report["gate"]["passed"] else 1)
     assert (tmp_path/"latest-robustness.html").read_text().count("<table>") >= 3
+    # what the run cost: non-negative figures that add up over the probe rows, printed and on the page
+    cost, rows = report["summary"]["cost"], report["rows"]
+    assert set(cost) == {"prompt_tokens", "output_tokens", "model_seconds", "judge_seconds", "item_seconds",
+                         "seconds_per_item"} and all(v >= 0 for v in cost.values()), cost
+    assert cost["prompt_tokens"] == sum(r["prompt_tokens"] for r in rows)
+    assert cost["output_tokens"] == sum(r["output_tokens"] for r in rows)
+    assert cost["model_seconds"] == round(sum(r["model_ms"] for r in rows) / 1000, 3)
+    assert cost["item_seconds"] == round(sum(r["item_ms"] for r in rows) / 1000, 3) >= cost["model_seconds"]
+    assert cost["seconds_per_item"] == round(cost["item_seconds"] / len(rows), 3) and cost["judge_seconds"] == 0
+    assert (cost["prompt_tokens"], cost["output_tokens"]) == (0, 0)        # extractive answers call no model
+    line = next(l for l in r.stdout.splitlines() if l.startswith("cost: "))
+    assert line.startswith("cost: 0 prompt + 0 output tokens") and line in (tmp_path/"latest-robustness.html").read_text()
     # the run asked through a scratch ledger: the deployment's ledger is exactly as it was
     assert keel_cmd("verify-ledger", env=env(data_dir)).stdout == ledger_before
+
+
+@pytest.mark.slow
+def test_robustness_with_the_packaged_model_counts_its_tokens(keel_cmd, data_dir, tmp_path):
+    "Generative answers from the packaged model: the report's cost is the sum of its probes' tokens and model time."
+    keel_cmd("ingest", ROOT/"golden"/"corpus"/"manifest.yaml", env=env(data_dir))        # a no-op when ingested
+    r = keel_cmd("eval", "robustness", GOLDEN, "--perturbations", "passage_order", "--limit", "1",
+                 "--report-dir", tmp_path, "--quiet", env={**env(data_dir), "KEEL_ANSWER_MODE": "generative"})
+    assert r.returncode in (0, 1), r.stderr
+    report = json.loads((tmp_path/"latest-robustness.json").read_text())
+    cost, rows = report["summary"]["cost"], report["rows"]
+    print("robustness cost:", cost)
+    assert len(rows) == 2 and cost["prompt_tokens"] == sum(r["prompt_tokens"] for r in rows) > 0
+    assert cost["output_tokens"] == sum(r["output_tokens"] for r in rows) > 0
+    assert 0 < cost["model_seconds"] == round(sum(r["model_ms"] for r in rows) / 1000, 3) <= cost["item_seconds"]
+    assert any(l.startswith(f"cost: {cost['prompt_tokens']} prompt + ") for l in r.stdout.splitlines())
 
 
 def test_robustness_same_seed_same_perturbations(keel_cmd, data_dir, tmp_path):

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/62_evals_robustness.ipynb #32558a95
 from __future__ import annotations
-import argparse, copy, dataclasses, datetime as dt, html, json, random, re, sqlite3, statistics, sys, tempfile
+import argparse, copy, dataclasses, datetime as dt, html, json, random, re, sqlite3, statistics, sys, tempfile, time
 from dataclasses import dataclass, field, replace as dc_replace
 from pathlib import Path
 from ..errors import InputError, KeelError, ModelError, AirgapViolation, EXIT_OK, EXIT_FAILED, EXIT_INVALID
@@ -256,7 +256,9 @@ def score_probe(p:Probe, ans:Answer, tags_of) -> dict:
                kind=ans.kind, refused=ans.refused, evidence=float(ans.kind == "evidence"), answer=ans.text,
                error=ans.error, cited=sorted({c.title for c in ans.citations}), accuracy=chk["must_include_pass"],
                f1=token_f1(ans.text, p.item.expected_answer) if answered else None, leaks=chk["leaks"],
-               leak_details=chk["leak_details"], meta={k: v for k, v in p.meta.items() if k != "instruction"})
+               leak_details=chk["leak_details"], meta={k: v for k, v in p.meta.items() if k != "instruction"},
+               prompt_tokens=int(ans.prompt_tokens), output_tokens=int(ans.output_tokens),
+               model_ms=round(sum(ans.timings.get(k, 0.0) for k in ("prompt_ms", "generation_ms")), 3))
     text = (ans.text or "").lower()
     if p.perturbation == "counterfactual" and p.meta.get("applicable"):
         row.update(follows_document=float(p.meta["altered"].lower() in text and answered),
@@ -272,12 +274,12 @@ def score_probe(p:Probe, ans:Answer, tags_of) -> dict:
 
 def ask_probe(ctx, p:Probe, store:ScratchStore, tags_of) -> dict:
     "Ask one probe through a copy of the deployment's engine; a model or air-gap failure ends the run."
-    base = ctx.answer_engine.retriever                  # whatever retriever the deployment's engine uses
+    t0, base = time.perf_counter(), ctx.answer_engine.retriever     # whatever retriever the deployment's engine uses
     retriever = PerturbedRetriever(base, p.edit) if p.edit else base
     try: ans = engine_for(ctx, retriever, store).answer(p.question, User("robustness", list(p.tags)))
     except (ModelError, AirgapViolation): raise
     except KeelError as e: ans = Answer("", error=str(e))
-    return score_probe(p, ans, tags_of)
+    return {**score_probe(p, ans, tags_of), "item_ms": round((time.perf_counter() - t0) * 1000, 3)}
 
 # %% ../../nbs/62_evals_robustness.ipynb #4568ca97
 def row_kind(r:dict) -> str:
@@ -462,7 +464,7 @@ def run_robustness(ctx, # an AppContext (answer_engine, retriever, con, settings
                    ask:bool=True # False: report only the probes the checkpoint holds, asking none (a partial run)
                   ) -> RobustnessResult:
     "Ask the golden set's answerable items clean and perturbed through the answer engine; score, gate, report."
-    from keel.evals.run import chunk_tags
+    from keel.evals.run import chunk_tags, cost_of
     gs = golden if isinstance(golden, GoldenSet) else read_golden_set(golden)
     golden, golden_path = gs.items, gs.path
     items = answerable(golden)[:limit]
@@ -494,7 +496,7 @@ def run_robustness(ctx, # an AppContext (answer_engine, retriever, con, settings
                    gate=dict(passed=all(g.passed is not False for g in gates),
                              checks=[dataclasses.asdict(g) for g in gates],
                              reasons=[g.reason for g in gates if g.passed is False]),
-                   table=tab, rows=rows, **code_version())
+                   summary=dict(cost=cost_of(rows)), table=tab, rows=rows, **code_version())
     res = RobustnessResult(rows, tab, gates, payload)
     if report_dir is not None: res.write(report_dir)
     return res
@@ -517,9 +519,12 @@ def _cell(v) -> str:
     from keel.evals.report import esc, fmt
     return esc(fmt(v))
 
+def _tokens(r:dict) -> str: return "—" if "prompt_tokens" not in r else str(r["prompt_tokens"] + r["output_tokens"])
+def _seconds(ms) -> str: return "—" if ms is None else f"{ms / 1000:.1f}"
+
 def render_robustness(payload:dict, plotly_js:str="plotly.min.js") -> str:
     "The HTML page of a robustness run."
-    from keel.evals.report import report_page, esc
+    from keel.evals.report import report_page, esc, cost_line
     g = payload["gate"]
     checks = "".join(f'<tr><td>{esc(c["metric"])}</td><td>{esc(c["direction"])} {_cell(c["bound"])}</td><td>'
                      f'{_cell(c["current"])}</td><td class="{"fail" if c["passed"] is False else "pass"}">'
@@ -531,12 +536,15 @@ def render_robustness(payload:dict, plotly_js:str="plotly.min.js") -> str:
     probes = "".join(f'<tr><td>{esc(r["id"])}</td><td>{esc(r["perturbation"])} {esc(r["param"])}</td><td '
                      f'class="q">{esc(r["question"])}</td><td>{esc(",".join(r["tags"]))}</td><td '
                      f'class="q">{"(refused) " if r["refused"] else ""}{esc(r["answer"][:400])}</td><td>'
-                     f'{r["leaks"]}</td></tr>' for r in payload["rows"])
+                     f'{r["leaks"]}</td><td>{_tokens(r)}</td><td>{_seconds(r.get("model_ms"))}</td></tr>'
+                     for r in payload["rows"])
     fig = noise_figure(payload["rows"]).to_html(include_plotlyjs=False, full_html=False,
                                                 div_id="noise-chart") if any(
                                                     r["perturbation"] == "noise" for r in payload["rows"]) else ""
     reasons = "".join(f"<li>{esc(w)}</li>" for w in g.get("reasons") or [])     # older reports have none
     reasons = f"<ul>{reasons}</ul>" if reasons else ""
+    cost = (payload.get("summary") or {}).get("cost")                          # older reports have none
+    reasons += f"<p>{esc(cost_line(cost))}</p>" if cost else ""
     partial = (f'<p class="warn">Partial: {payload["probes_missing"]} probes of this run are not in its checkpoint '
                f'yet; the table '
                'and gates cover the others only.</p>' if payload.get("probes_missing") else "")
@@ -551,7 +559,8 @@ def render_robustness(payload:dict, plotly_js:str="plotly.min.js") -> str:
             f'{checks}</table><h2>Perturbation × metric</h2><table><tr><th>perturbation</th><th>param</th><th>'
             f'metric</th><th>n</th><th>clean</th><th>perturbed</th><th>delta</th><th>95% CI of '
             f'delta</th></tr>{tab}</table>{fig}<h2>Probes</h2><table><tr><th>item</th><th>perturbation</th><th>'
-            f'question</th><th>tags</th><th>answer</th><th>leaks</th></tr>{probes}</table>',
+            f'question</th><th>tags</th><th>answer</th><th>leaks</th><th>tokens</th><th>model s</th></tr>{probes}'
+            f'</table>',
                 f'<style>td{{overflow-wrap:anywhere}}</style><script src="{esc(plotly_js)}"></script>')
 
 def write_robustness_report(payload:dict, report_dir:Path|str) -> tuple[Path, Path]:
@@ -606,6 +615,8 @@ def _run(a, make_ctx) -> int:
     res = run_robustness(make_ctx(), golden, a.report_dir, perturbations=perts, seed=a.seed, limit=a.limit,
                          progress=not a.quiet, checkpoint=a.checkpoint, ask=not a.from_checkpoint)
     print(format_table(res))
+    from keel.evals.report import cost_line
+    print(cost_line(res.payload["summary"]["cost"]))
     if res.payload["probes_missing"]:
         print(f"partial: {res.payload['probes_missing']} probes not in the checkpoint yet")
     why = "" if res.passed else ": " + "; ".join(res.payload["gate"]["reasons"])
