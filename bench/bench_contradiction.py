@@ -10,7 +10,7 @@ SQLite manual pages in tests/fixtures did not: they are held out. The antonym sw
 for this script; many of its pairs are also in the checker's list, so that row measures the mechanism more
 than the lexicon's reach.
 
-    python bench/bench_contradiction.py            # all three corpora
+    python bench/bench_contradiction.py            # all corpora, and the hand-labelled real model answers
     python bench/bench_contradiction.py --quick    # fewer held-out documents
 """
 from __future__ import annotations
@@ -155,6 +155,25 @@ def score(rows:list[dict], passages_of:dict) -> dict:
                 by_edit={k: dict(n=v["n"], flagged=v["flagged"], rate=round(v["flagged"] / v["n"], 4))
                          for k, v in sorted(by.items())})
 
+def score_answers(answers:Path, labels:Path) -> dict:
+    "The check against hand labels of real model sentences: recall, false flags, precision, and the misses."
+    import yaml
+    lab = {(r["item"], r["sentence"]): r for r in yaml.safe_load(labels.read_text())["sentences"]}
+    rows = json.loads(answers.read_text())["sentences"]
+    out, tp, fp, pos, neg, unlabelled = [], 0, 0, 0, 0, 0
+    for r in rows:
+        l = lab.get((r["item"], r["sentence"]))
+        if l is None: unlabelled += 1; continue
+        c = contradiction(r["sentence"], [p["text"] for p in r["passages"]], r["question"])
+        pos += l["contradicted"]; neg += not l["contradicted"]
+        tp += bool(c) and l["contradicted"]; fp += bool(c) and not l["contradicted"]
+        if bool(c) != l["contradicted"]:
+            out.append(dict(item=r["item"], sentence=r["sentence"], labelled=l["contradicted"], why=l.get("why"),
+                            flag=str(c) if c else ""))
+    return dict(sentences=pos + neg, unlabelled=unlabelled, contradictions=pos, recall=round(tp / pos, 4) if pos else None,
+                faithful=neg, false_flag_rate=round(fp / neg, 4) if neg else None,
+                precision=round(tp / (tp + fp), 4) if tp + fp else None, flagged=tp + fp, errors=out)
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="20 PubMedQA abstracts instead of 120")
@@ -180,7 +199,12 @@ def main(argv=None):
               f"({s['contradictions']})  false flags {s['false_flag_rate']:.3f} ({s['faithful']}; "
               f"edited {s['false_flag_rate_edited']:.3f})  precision {s['precision']}", flush=True)
         print("          " + "  ".join(f"{k} {v['flagged']}/{v['n']}" for k, v in s["by_edit"].items()), flush=True)
-    out = dict(corpora=res, errors=examples, seconds=round(time.perf_counter() - t0, 1))
+    ans, lab = OUT / "contradiction-answers.json", ROOT / "bench" / "contradiction_labels.yaml"
+    real = score_answers(ans, lab) if ans.exists() and lab.exists() and not a.corpus else None
+    if real:
+        print(f"real answers, hand-labelled: {real['sentences']} sentences, {real['contradictions']} contradicted; "
+              f"recall {real['recall']}  false flags {real['false_flag_rate']}  precision {real['precision']}")
+    out = dict(corpora=res, errors=examples, real_answers=real, seconds=round(time.perf_counter() - t0, 1))
     Path(a.out).write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"wrote {a.out}")
 

@@ -80,19 +80,25 @@ def negations(ws:list[str]) -> int:
     return (sum(1 for i, w in enumerate(ws) if w in NEGATIONS and any(x not in _FUNCTION for x in ws[i + 1:]))
             + sum(1 for w in ws if stem(w) in NEGATIVE_WORDS))
 
-# %% ../../nbs/30b_answer_contradiction.ipynb #aa1ec364
+# %% ../../nbs/30b_answer_contradiction.ipynb #6268a5a5
 _YESNO = re.compile(r"^\s*(yes|no)\s*(?:[,.;:!\u2014-]+\s*|$)", re.I)
 
 def content(text:str) -> set[str]:
     "The stemmed content words of `text` without negations and figures: what it is about."
     return {_e(t) for t in terms(CITE_MARK.sub(" ", text)) if t not in NEGATIONS and not re.search(r"\d", t)}
 
+_UNIT_WORDS = {_e(t) for t in terms("within at least most more less than up after before about over under day days "
+                                     "week weeks month months year years hour hours minute minutes business "
+                                     "working calendar per cent percent")}   # what a fragment's figure is counted in
+
 def claim_of(sentence:str, # an answer sentence
              question:str|None=None # the question it answers, for a bare yes or no
             ) -> tuple[str, int]:
     "What an answer sentence states, and negations it adds: a bare yes/no states the question (or its negation)."
     m = _YESNO.match(sentence)
-    if not m: return sentence, 0
+    if not m:   # a fragment ("Within 10 business days.") says something only about what was asked
+        return (f"{question.rstrip('?')} {sentence}" if question and len(content(sentence) - _UNIT_WORDS) < 2
+                else sentence), 0
     rest = sentence[m.end():]
     if len(content(rest)) >= 3 or not question: return rest, 0
     return question.rstrip("?"), int(m.group(1).lower() == "no")
