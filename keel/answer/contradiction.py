@@ -29,7 +29,7 @@ def stem(w:str) -> str:
     "A word as the polarity checks compare it: `terms`' stem without a final e (enable, enabled -> enabl)."
     return _e((terms(w) or [w])[0])
 
-# %% ../../nbs/30b_answer_contradiction.ipynb #5e75a6b9
+# %% ../../nbs/30b_answer_contradiction.ipynb #aebcb6dd
 NEGATIONS = set("not no never none nothing neither nor nobody nowhere without".split())
 _FUNCTION = set("a an the is are was were be been being do does did has have had will would shall should can could "
                 "may might must to of in on at by for from with as and or it its this that these those there".split())
@@ -45,7 +45,8 @@ _CONTRARIES = [("require", "optional"), ("mandatory", "optional"), ("compulsory"
                ("least", "most"), ("rise", "fall"), ("gain", "loss"), ("better", "worse"), ("improve", "worsen"),
                ("safe", "unsafe"), ("same", "different"), ("similar", "different"), ("start", "end"),
                ("add", "remove"), ("inside", "outside"), ("encrypt", "decrypt"), ("keep", "delete"),
-               ("keep", "discard"), ("strong", "weak"), ("long", "short"), ("high", "low"), ("success", "failure")]
+               ("keep", "discard"), ("strong", "weak"), ("long", "short"), ("high", "low"), ("success", "failure"),
+               ("adult", "minor"), ("associated", "independent")]
 CONTRARIES: dict[str, set[str]] = {}
 for _a, _b in _CONTRARIES:
     CONTRARIES.setdefault(stem(_a), set()).add(stem(_b)); CONTRARIES.setdefault(stem(_b), set()).add(stem(_a))
