@@ -4,7 +4,7 @@
 
 # %% ../nbs/02_db.ipynb #c35ea213
 from __future__ import annotations
-import sqlite3, json, contextlib, threading
+import sqlite3, contextlib
 from pathlib import Path
 from .errors import KeelError
 

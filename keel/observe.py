@@ -10,7 +10,7 @@ from fastcore.basics import patch
 from .errors import InputError
 from .db import transaction
 from .stats import mean, percentile
-from .answer.types import Answer, User, Citation
+from .answer.types import Answer, User
 from .safety.pii import Scrubber
 
 # %% auto #0

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/44_agent_cli.ipynb #cbe84786
 from __future__ import annotations
-import argparse, json, sys
+import argparse, json
 from ..errors import InputError, EXIT_OK, EXIT_FAILED
 from ..command import command_parser, run_command
 from ..answer.types import User

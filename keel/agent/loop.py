@@ -13,7 +13,7 @@ from ..providers.base import ChatMessage, ToolCall, ChatResult, ChunkHit
 from ..providers.base import tool_schema, tool_prompt, parse_tool_reply, bound_schema
 from ..answer.types import User, Answer, Citation
 from ..answer.engine import resolve_citations, infer_citations, digest, model_location
-from .tools import Registry, ToolContext, ToolError, call_tool, render_result
+from .tools import Registry, ToolContext, call_tool, render_result
 from .policy import Policy, decide
 from . import approvals as q
 

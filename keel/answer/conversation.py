@@ -5,7 +5,7 @@
 # %% ../../nbs/31b_answer_conversation.ipynb #16aa5c40
 from __future__ import annotations
 import re, uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from .attribution import terms
 from .types import User, Answer
 from ..providers.base import allowed

@@ -10,12 +10,12 @@ from collections import Counter
 from dataclasses import replace as dc_replace
 from fastcore.basics import patch
 from ..errors import KeelError, InputError, ModelError
-from ..providers.base import ChunkHit, ChatResult, ChatMessage, allowed, first_repeat, count_tokens
+from ..providers.base import ChunkHit, ChatResult, allowed, first_repeat, count_tokens
 from .types import User, Citation, Answer
 from .attribution import terms, sentences, statements, figures, attribute, rebuild
 from .contradiction import mark
-from .prompts import (REFUSAL, EVIDENCE, Prompt, build_prompt, fit_prompt, is_refusal, is_bare_citation,
-                                 strip_scaffolding, citation_numbers, CITE_RE, clean_source)
+from .prompts import (REFUSAL, EVIDENCE, Prompt, fit_prompt, is_refusal, is_bare_citation, strip_scaffolding,
+                                 citation_numbers, CITE_RE)
 from .jsonschema import validate
 from .conversation import standalone
 

@@ -12,7 +12,7 @@ from typing import Callable, Sequence
 from fastcore.basics import patch
 from ..errors import InputError, EXIT_OK, EXIT_FAILED
 from ..command import command_parser, run_command, add_settings_options, settings_overrides, with_progress
-from ..providers.base import allowed, effective_tags
+from ..providers.base import allowed
 from ..retrieval.bm25 import STOPWORDS
 from ..answer.types import User
 from .core import norm

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/60_evals_answer_command.ipynb #d09fee4f
 from __future__ import annotations
-import hashlib, json, os, re, subprocess, sys, threading
+import hashlib, json, os, subprocess, threading
 from dataclasses import dataclass, field, asdict
 from typing import Sequence
 from ..errors import InputError

@@ -4,12 +4,12 @@
 
 # %% ../../nbs/59_evals_claims.ipynb #b0e52160
 from __future__ import annotations
-import argparse, json, re, sys, tempfile
+import argparse, json, re, tempfile
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 from typing import Callable, Sequence
 from fastcore.basics import patch
-from ..errors import KeelError, InputError, DocumentError, EXIT_OK, EXIT_FAILED
+from ..errors import InputError, DocumentError, EXIT_OK, EXIT_FAILED
 from ..command import command_parser, run_command
 from .gate import report_head, write_result_files
 from .core import norm, invalid, read_dataset

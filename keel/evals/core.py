@@ -4,7 +4,7 @@
 
 # %% ../../nbs/49_evals_core.ipynb #1e100ab9
 from __future__ import annotations
-import dataclasses, hashlib, json, math, re, statistics
+import dataclasses, hashlib, json, re
 from dataclasses import dataclass
 from pathlib import Path
 from ..errors import InputError

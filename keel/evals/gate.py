@@ -4,7 +4,7 @@
 
 # %% ../../nbs/49a_evals_gate.ipynb #f67f6397
 from __future__ import annotations
-import dataclasses, datetime as dt, json
+import datetime as dt, json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Protocol, runtime_checkable

@@ -4,9 +4,9 @@
 
 # %% ../../nbs/54a_evals_grounding.ipynb #aa1b907c
 from __future__ import annotations
-import re, string
+import re
 from collections import Counter
-from ..answer.attribution import attribute, supports, missing, THRESHOLDS
+from ..answer.attribution import attribute, supports, missing
 from ..answer.contradiction import contradiction
 
 # %% auto #0

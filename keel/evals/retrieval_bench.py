@@ -4,17 +4,17 @@
 
 # %% ../../nbs/50b_evals_retrieval_bench.ipynb #c5b17d2e
 from __future__ import annotations
-import hashlib, re, sqlite3, time
+import hashlib, re, time
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 import numpy as np
 from fastcore.basics import patch
-from ..errors import InputError, KeelError, ModelError
+from ..errors import InputError, KeelError
 from ..atomicfile import atomic_path
 from ..executor import Task, Workers
-from ..providers.base import ChunkHit, Embeddings, allowed, effective_tags
+from ..providers.base import ChunkHit, Embeddings
 from ..stats import paired_randomisation
 from .gate import meets, FloorCheck, report_head
 from .core import norm, document_matches, mean_by_key

@@ -4,17 +4,17 @@
 
 # %% ../../nbs/58_evals_review.ipynb #ea013da4
 from __future__ import annotations
-import argparse, io, json, os, re, subprocess, sys, tarfile, tempfile
+import argparse, io, json, re, subprocess, tarfile, tempfile
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 from typing import Callable, Sequence
 from fastcore.basics import patch
-from ..errors import KeelError, InputError, EXIT_OK, EXIT_FAILED
+from ..errors import InputError, EXIT_OK, EXIT_FAILED
 from ..command import command_parser, run_command, print_error
 from .gate import report_head, write_result_files
 from .core import norm, source_ref, invalid, int_value, number_value, text_list, read_dataset
-from .answer_command import (DEFAULT_TIMEOUT, Source, Claim, CommandAnswer, make_locators,
-                                       build_request, answer_with_command, text_digest)
+from .answer_command import (DEFAULT_TIMEOUT, Source, Claim, make_locators, build_request,
+                                       answer_with_command, text_digest)
 
 # %% auto #0
 __all__ = ['EXPECTATIONS', 'CASE_FIELDS', 'TOP_FIELDS', 'DECISIONS', 'SUPPORTED', 'MANIFESTS', 'CLASSES', 'GATES', 'ReviewCase',

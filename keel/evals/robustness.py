@@ -4,18 +4,16 @@
 
 # %% ../../nbs/62_evals_robustness.ipynb #32558a95
 from __future__ import annotations
-import argparse, copy, dataclasses, datetime as dt, html, json, random, re, sqlite3, statistics, sys, tempfile, time
+import argparse, copy, dataclasses, html, json, random, re, statistics, tempfile, time
 from dataclasses import dataclass, field, replace as dc_replace
 from pathlib import Path
-from ..errors import InputError, KeelError, ModelError, AirgapViolation, EXIT_OK, EXIT_FAILED, EXIT_INVALID
+from ..errors import InputError, KeelError, ModelError, AirgapViolation, EXIT_OK, EXIT_FAILED
 from ..command import run_command, Progress, with_progress
 from ..executor import Task, Workers, is_remote
 from ..providers.base import ChunkHit, allowed
 from ..answer.types import User, Answer
-from ..yamlfile import read_yaml
 from ..stats import mean, paired_bootstrap
-from .core import number_value, check_keys
-from .golden import GoldenItem, GoldenSet, read_golden_set, load_golden, golden_digest, ROBUSTNESS_GATES
+from .golden import GoldenItem, GoldenSet, read_golden_set, golden_digest, ROBUSTNESS_GATES
 from .gate import Gate, FloorCheck, report_head, latest_name
 from .checkpoint import Checkpoint, code_version
 

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 from ..errors import InputError
-from .loaders import LoadedDocument, Page, MAX_HEADING
+from .loaders import LoadedDocument, MAX_HEADING
 
 # %% auto #0
 __all__ = ['MIN_CHUNK', 'MAX_CHUNKS_PER_KB', 'Chunk', 'split_sections', 'units', 'pack', 'merge_small', 'chunk_document',

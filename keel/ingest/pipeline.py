@@ -4,7 +4,7 @@
 
 # %% ../../nbs/12_ingest_pipeline.ipynb #ba478b0d
 from __future__ import annotations
-import json, os, sys, time, uuid
+import json, os, time, uuid
 from collections import Counter
 from fnmatch import fnmatchcase
 from dataclasses import dataclass, field

@@ -6,7 +6,7 @@
 from __future__ import annotations
 import json, math, re
 from dataclasses import dataclass, field, asdict
-from typing import Protocol, runtime_checkable, Any, Sequence
+from typing import Protocol, runtime_checkable, Sequence
 import numpy as np
 
 # %% auto #0

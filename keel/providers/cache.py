@@ -4,7 +4,7 @@
 
 # %% ../../nbs/06b_llm_cache.ipynb #584f5b00
 from __future__ import annotations
-import dataclasses, datetime as dt, hashlib, inspect, json, sqlite3, sys, threading
+import dataclasses, datetime as dt, hashlib, inspect, json, sqlite3, threading
 from pathlib import Path
 from fastcore.basics import patch
 from ..errors import KeelError

@@ -4,12 +4,12 @@
 
 # %% ../../nbs/06_llm_llama.ipynb #f88e7f7d
 from __future__ import annotations
-import contextlib, ctypes, json, os, sys, threading, uuid
+import contextlib, ctypes, json, os, sys, threading
 from pathlib import Path
 import numpy as np
 from fastcore.basics import patch
 from ..errors import ModelError
-from .base import first_repeat, LLM, ChatMessage, ChatResult, ToolCall, ToolSpec
+from .base import first_repeat, LLM, ChatMessage, ChatResult, ToolSpec
 from .base import bound_schema, tool_schema, tool_prompt, parse_tool_reply, render_transcript
 from .base import schema_grammar
 

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/06a_llm_openai.ipynb #7de08061
 from __future__ import annotations
-import contextlib, json, os, socket, subprocess, sys, tempfile, threading, time
+import contextlib, json, os, socket, subprocess, sys, tempfile, time
 from pathlib import Path
 from typing import Sequence
 import httpx

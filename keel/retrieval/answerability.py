@@ -4,7 +4,7 @@
 
 # %% ../../nbs/13d_retrieval_answerability.ipynb #a0378333
 from __future__ import annotations
-import datetime as dt, hashlib, json, math, re, threading
+import hashlib, json, math, re, threading
 from collections import Counter
 from dataclasses import dataclass, field, asdict
 from pathlib import Path

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import NamedTuple, Iterable
 from fastcore.basics import patch
-from ..errors import KeelError, InputError, EXIT_OK, EXIT_FAILED
+from ..errors import InputError, EXIT_OK, EXIT_FAILED
 from ..db import transaction
 from .pii import Scrubber
 
