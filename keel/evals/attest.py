@@ -9,7 +9,7 @@ from pathlib import Path
 from ..errors import KeelError, InputError, EXIT_OK, EXIT_FAILED
 from ..atomicfile import atomic_path
 from ..command import command_parser, run_command
-from ..safety.ledger import canonical, row_hash, check_rows, LedgerCheck, _bad
+from ..safety.ledger import canonical, row_hash, check_rows, LedgerCheck
 
 # %% auto #0
 __all__ = ['PAYLOAD_TYPE', 'STATEMENT_TYPE', 'PREDICATE_TYPE', 'ed25519_verify', 'public_key_bytes', 'key_id', 'new_keys',

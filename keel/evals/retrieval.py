@@ -12,7 +12,7 @@ from ..executor import is_remote
 from ..command import command_parser, run_command, Progress
 from ..retrieval.retriever import Retriever
 from .retrieval_data import LEVELS, load_dataset, load_beir, beir_documents
-from .retrieval_bench import CachedEmbeddings, BENCH_TAGS, corpus_context, run_benchmark, retrieval_systems, _docno
+from .retrieval_bench import CachedEmbeddings, BENCH_TAGS, corpus_context, run_benchmark, retrieval_systems, trec_docno
 from .retrieval_report import format_text, to_json, to_markdown, write_trec_run, write_trec_qrels
 
 # %% auto #0
@@ -96,7 +96,7 @@ def _write(res, a):
     if a.markdown: a.markdown.parent.mkdir(parents=True, exist_ok=True); a.markdown.write_text(to_markdown(res))
     for lv in LEVELS if a.run_dir else ():
         write_trec_qrels(res, a.run_dir/f"{lv}.qrels", lv)
-        for s in res.systems: write_trec_run(res, s, a.run_dir/f"{_docno(s)}.{lv}.run", lv)
+        for s in res.systems: write_trec_run(res, s, a.run_dir/f"{trec_docno(s)}.{lv}.run", lv)
 
 # %% ../../nbs/51_evals_retrieval.ipynb #363a3500
 def _benchmark(a, make_ctx) -> int:

@@ -22,9 +22,9 @@ from .metrics import query_measures, trec_order
 from .retrieval_data import Judgment, Dataset, Gate, LEVELS, load_dataset, passage
 
 # %% auto #0
-__all__ = ['BENCH_TAGS', 'System', 'corpus_context', 'CachedEmbeddings', 'judge_ranking', 'metric_key', 'case_metrics',
-           'standard_systems', 'run_file_system', 'BenchmarkResult', 'run_benchmark', 'gate_name', 'check_gates',
-           'RetrievalTask', 'retrieval_systems']
+__all__ = ['BENCH_TAGS', 'System', 'corpus_context', 'CachedEmbeddings', 'trec_docno', 'judge_ranking', 'metric_key',
+           'case_metrics', 'standard_systems', 'run_file_system', 'BenchmarkResult', 'run_benchmark', 'gate_name',
+           'check_gates', 'RetrievalTask', 'retrieval_systems']
 
 # %% ../../nbs/50b_evals_retrieval_bench.ipynb #ff749668
 BENCH_TAGS = ("benchmark",)   # the tags of a benchmark corpus's passages, and of the user who asks
@@ -88,7 +88,7 @@ def embed_query(self:CachedEmbeddings, text:str) -> np.ndarray:
     return st[k]
 
 # %% ../../nbs/50b_evals_retrieval_bench.ipynb #18644a93
-def _docno(s): return re.sub(r"\s+", "_", s.strip()) or "_"
+def trec_docno(s): return re.sub(r"\s+", "_", s.strip()) or "_"
 
 # %% ../../nbs/50b_evals_retrieval_bench.ipynb #41ab6e49
 def judge_ranking(judgments:Sequence[Judgment], hits:Sequence[ChunkHit],
@@ -97,13 +97,13 @@ def judge_ranking(judgments:Sequence[Judgment], hits:Sequence[ChunkHit],
     if level == "document":
         qrels, groups = {}, defaultdict(int)
         for j in judgments: groups[j.path] = max(groups[j.path], j.relevance)
-        qrels = {_docno(p): r for p, r in groups.items()}
+        qrels = {trec_docno(p): r for p, r in groups.items()}
         ranked = []
         for h in hits:
             m = [p for p in groups if document_matches(p, h)]
-            ranked.append(_docno(max(m, key=lambda p: groups[p]) if m else h.source))
+            ranked.append(trec_docno(max(m, key=lambda p: groups[p]) if m else h.source))
         return list(dict.fromkeys(ranked)), qrels
-    ids = [_docno(f"{j.path}#{j.heading or '*'}") for j in judgments]
+    ids = [trec_docno(f"{j.path}#{j.heading or '*'}") for j in judgments]
     qrels, open_, seen, ranked = {}, set(range(len(judgments))), set(), []
     for i, j in enumerate(judgments): qrels[ids[i]] = max(qrels.get(ids[i], 0), j.relevance)
     for h in hits:
@@ -114,7 +114,7 @@ def judge_ranking(judgments:Sequence[Judgment], hits:Sequence[ChunkHit],
         if cands:
             best = max(cands, key=lambda i: (judgments[i].heading is not None, judgments[i].relevance, -i))
             open_.discard(best); ranked.append(ids[best])
-        else: ranked.append(_docno(f"{h.source}#{h.heading or '*'}") + "~")
+        else: ranked.append(trec_docno(f"{h.source}#{h.heading or '*'}") + "~")
     return list(dict.fromkeys(ranked)), qrels
 
 # %% ../../nbs/50b_evals_retrieval_bench.ipynb #eb5721a2

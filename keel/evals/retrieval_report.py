@@ -9,7 +9,7 @@ from dataclasses import asdict
 from pathlib import Path
 from fastcore.basics import patch
 from .retrieval_data import LEVELS
-from .retrieval_bench import BenchmarkResult, metric_key, _docno
+from .retrieval_bench import BenchmarkResult, metric_key, trec_docno
 from .gate import write_report_files
 
 # %% auto #0
@@ -151,7 +151,8 @@ def write_trec_run(res:BenchmarkResult, system:str, path:str|Path, level:str="do
     lines = []
     for c in res.dataset.cases:
         ranked = res.ranked[system][level][c.id]
-        lines += [f"{_docno(c.id)} Q0 {d} {r} {len(ranked) - r + 1} {_docno(system)}" for r, d in enumerate(ranked, 1)]
+        lines += [f"{trec_docno(c.id)} Q0 {d} {r} {len(ranked) - r + 1} {trec_docno(system)}"
+                  for r, d in enumerate(ranked, 1)]
     p = Path(path); p.parent.mkdir(parents=True, exist_ok=True)
     p.write_text("".join(l + "\n" for l in lines))
     return p
@@ -159,6 +160,6 @@ def write_trec_run(res:BenchmarkResult, system:str, path:str|Path, level:str="do
 def write_trec_qrels(res:BenchmarkResult, path:str|Path, level:str="document") -> Path:
     "Write the judgments at one level as a TREC qrels file."
     p = Path(path); p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text("".join(f"{_docno(c.id)} 0 {d} {g}\n" for c in res.dataset.cases
+    p.write_text("".join(f"{trec_docno(c.id)} 0 {d} {g}\n" for c in res.dataset.cases
                          for d, g in res.qrels[level][c.id].items()))
     return p

@@ -10,7 +10,7 @@ import httpx
 import numpy as np
 from ..errors import ConfigError, KeelError, ModelError
 from .base import effective_tags, estimate_tokens
-from .openai import OpenAILLM, OpenAIEmbeddings, _fail, _post
+from .openai import OpenAILLM, OpenAIEmbeddings, model_error, post_json
 
 # %% auto #0
 __all__ = ['INSTALL', 'OPENAI_SCOPE', 'SEARCH_SCOPE', 'entra_credential', 'EntraAuth', 'azure_client', 'AzureOpenAILLM',
@@ -156,13 +156,13 @@ class AzureSearchIndex:
 def _call(self:AzureSearchIndex, method:str, path:str="", body:dict|None=None) -> httpx.Response:
     "One request to the index; `ModelError` when the service cannot be reached or refuses."
     url = self._url(path)
-    if method == "POST": r = _post(self._client, url, body, self.timeout)
+    if method == "POST": r = post_json(self._client, url, body, self.timeout)
     else:
         try: r = self._client.request(method, url, json=body)
         except httpx.HTTPError as e:
             raise ModelError(f"cannot reach Azure AI Search at {self.endpoint}: {type(e).__name__}: {e}",
                              fix="check KEEL_AZURE_SEARCH_ENDPOINT and the network path to it") from None
-    if r.status_code >= 400 and not (method == "GET" and r.status_code == 404): raise _fail(r)
+    if r.status_code >= 400 and not (method == "GET" and r.status_code == 404): raise model_error(r)
     return r
 AzureSearchIndex._call = _call
 

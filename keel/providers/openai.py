@@ -15,7 +15,8 @@ from .base import ChatMessage, ChatResult, ToolCall, ToolSpec, estimate_tokens
 from .base import bound_schema, render_transcript, schema_grammar
 
 # %% auto #0
-__all__ = ['JSON_MODES', 'free_port', 'serve_llama', 'OpenAILLM', 'schema_instruction', 'OpenAIEmbeddings']
+__all__ = ['JSON_MODES', 'free_port', 'serve_llama', 'post_json', 'model_error', 'OpenAILLM', 'schema_instruction',
+           'OpenAIEmbeddings']
 
 # %% ../../nbs/06a_llm_openai.ipynb #be09c1c3
 def free_port() -> int:
@@ -61,7 +62,7 @@ def serve_llama(gguf_path:Path, # the GGUF file to serve
         log.close(); Path(log.name).unlink(missing_ok=True)
 
 # %% ../../nbs/06a_llm_openai.ipynb #a8400596
-def _post(client:httpx.Client, url:str, body:dict, timeout:float,
+def post_json(client:httpx.Client, url:str, body:dict, timeout:float,
           rejects_format:bool=False # let a 5xx that complains about `response_format` through, as a rejection
          ) -> httpx.Response:
     "POST `body` to `url`; unreachable, timed-out or failing servers raise `ModelError`."
@@ -77,7 +78,7 @@ def _post(client:httpx.Client, url:str, body:dict, timeout:float,
         raise ModelError(f"the model endpoint {url} failed with HTTP {r.status_code}: {r.text[:300]}", fix=fix)
     return r
 
-def _fail(r:httpx.Response) -> ModelError:
+def model_error(r:httpx.Response) -> ModelError:
     "The error for a 4xx reply that no fallback handles."
     return ModelError(f"the model endpoint {r.request.url} refused the request with HTTP {r.status_code}: "
                       f"{r.text[:300]}",
@@ -171,10 +172,10 @@ def _chat(self:OpenAILLM, messages:list[ChatMessage], *, tools:list[ToolSpec]|No
     url = self.base_url + "/chat/completions"
     modes = [None] if json_schema is None else [self.json_mode] if self.json_mode else list(JSON_MODES)
     for mode in modes:
-        r = _post(self._client, url, body if mode is None else _with_mode(body, mode, json_schema), self.timeout,
+        r = post_json(self._client, url, body if mode is None else _with_mode(body, mode, json_schema), self.timeout,
                   rejects_format=mode is not None)
         if r.status_code < 400: break
-        if mode is None or mode == modes[-1]: raise _fail(r)
+        if mode is None or mode == modes[-1]: raise model_error(r)
     if mode: self.json_mode = mode
     data = r.json()
     msg, u = data["choices"][0].get("message") or {}, data.get("usage") or {}
@@ -205,7 +206,7 @@ def complete(self:OpenAILLM, prompt:str, *, temperature:float=0.1, max_tokens:in
     if self.model: body["model"] = self.model
     if stop: body["stop"] = stop
     if grammar: body["grammar"] = schema_grammar(bound_schema(json_schema, max_tokens))
-    r = _post(self._client, self.base_url + "/completions", body, self.timeout)
+    r = post_json(self._client, self.base_url + "/completions", body, self.timeout)
     again = lambda: self.complete(prompt, temperature=temperature, max_tokens=max_tokens, json_schema=json_schema,
                                   stop=stop)
     if r.status_code in (404, 405, 501):
@@ -214,7 +215,7 @@ def complete(self:OpenAILLM, prompt:str, *, temperature:float=0.1, max_tokens:in
     if grammar and r.status_code in (400, 422):
         self.takes_grammar = False
         return again()
-    if r.status_code >= 400: raise _fail(r)
+    if r.status_code >= 400: raise model_error(r)
     self.has_completions = True
     if grammar: self.takes_grammar = True
     data = r.json(); u = data.get("usage") or {}
@@ -270,8 +271,8 @@ class OpenAIEmbeddings:
         return self._dim
 
     def _batch(self, texts:list[str]) -> np.ndarray:
-        r = _post(self._client, self.base_url + "/embeddings", {"input": texts, "model": self.model}, self.timeout)
-        if r.status_code >= 400: raise _fail(r)
+        r = post_json(self._client, self.base_url + "/embeddings", {"input": texts, "model": self.model}, self.timeout)
+        if r.status_code >= 400: raise model_error(r)
         rows = sorted(r.json()["data"], key=lambda d: d.get("index", 0))
         v = np.vstack([_pooled(d["embedding"]) for d in rows])
         return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)

@@ -14,12 +14,12 @@ from keel.safety.screen import (
     screen,
     normalise,
     Verdict,
-    _verdict,
-    _B64,
-    _b64_text,
-    _quoted,
-    _comments,
-    _HIDDEN,
+    verdict_from,
+    B64_BLOB,
+    b64_text,
+    quoted_spans,
+    html_comments,
+    HIDDEN_HTML,
     QUARANTINE_AT,
 )
 
@@ -114,7 +114,7 @@ def _undo(text:str) -> tuple[str, list[str]]:
     if "&" in t and len(_ENT.findall(t)) >= 3: t = _blobs(_ENTS, html.unescape, t, found, pad="")
     if "\\" in t and len(_ESC.findall(t)) >= 3: t = _blobs(_ESCS, _escapes, t, found, pad="")
     if "%" in t: t = _blobs(_PCT, _pct, t, found)
-    for rx, decode in ((_B64, _b64_text), (_B32, _b32), (_HEXRUN, _hex)): t = _blobs(rx, decode, t, found)
+    for rx, decode in ((B64_BLOB, b64_text), (_B32, _b32), (_HEXRUN, _hex)): t = _blobs(rx, decode, t, found)
     t = _runs(t, _rot13, _ROT_CUES, lambda w: False, lambda w: w[-1] in ".!?:;", found)
     t = _runs(t, _backwards, _REV_CUES, lambda w: w[0] in ".!?",
               lambda w: w[-1] in ":;" or _MIXED_END.search(w) is not None, found)
@@ -140,7 +140,7 @@ _TAG = re.compile(r"<[^>]{0,500}>")
 
 def markup_text(text:str) -> list[str]:
     "Text markup keeps from a reader: comments, hidden elements, attributes, image titles, JSON values."
-    out = list(_comments(text)) + [m.group(2) for rx in (_HIDDEN, _HIDE) for m in rx.finditer(text)]
+    out = list(html_comments(text)) + [m.group(2) for rx in (HIDDEN_HTML, _HIDE) for m in rx.finditer(text)]
     out += [m.group(1) or m.group(2) for m in _ATTR.finditer(text)]
     out += [m.group(1) for rx in (_MDIMG, _MDCOMMENT, _JSONV) for m in rx.finditer(text)]
     return [t for o in out if len(t := _TAG.sub(" ", o).strip()) >= 3]
@@ -472,7 +472,7 @@ def _normal(t:str) -> str:
 
 def _unquoted(t:str) -> str:
     "Normalised text, quoted spans replaced by a marker when the passage discusses attacks (the patterns' rule)."
-    for a, b in reversed(_quoted(t)): t = t[:a] + " «quoted» " + t[b:]
+    for a, b in reversed(quoted_spans(t)): t = t[:a] + " «quoted» " + t[b:]
     return t
 
 _SENT = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -668,7 +668,7 @@ def screen_learned(text:str, # a passage
     m = model or default_model()
     p, kind, _ = m.best_view(text)
     if p >= m.threshold:
-        return _verdict({**v.matches,
+        return verdict_from({**v.matches,
                          "learned": (max(QUARANTINE_AT, round(p, 4)),
                                      f"classifier p={p:.2f} on the {kind} view (threshold {m.threshold:.2f})")})
     if confirm and v.quarantine and p < m.confirm:

@@ -11,8 +11,9 @@ from ..errors import InputError
 from ..db import transaction
 
 # %% auto #0
-__all__ = ['INVISIBLE', 'PATTERNS', 'QUARANTINE_AT', 'JUDGE_SCHEMA', 'normalise', 'Verdict', 'screen', 'evaluate_screen',
-           'load_injection_set', 'judge_prompt', 'screen_with_judge', 'release_quarantine']
+__all__ = ['INVISIBLE', 'PATTERNS', 'HIDDEN_HTML', 'B64_BLOB', 'QUARANTINE_AT', 'JUDGE_SCHEMA', 'normalise', 'quoted_spans',
+           'html_comments', 'b64_text', 'Verdict', 'verdict_from', 'screen', 'evaluate_screen', 'load_injection_set',
+           'judge_prompt', 'screen_with_judge', 'release_quarantine']
 
 # %% ../../nbs/20_safety_screen.ipynb #001edb48
 INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
@@ -191,7 +192,7 @@ _META = re.compile(r"\b(?:prompt injection|injection|attacks?|attackers?|adversa
                    r"red[- ]team\w*|phishing|for example|for instance|such as|e\.g\.|examples?|tips|owasp|filters?)\b")
 _QUOTE = re.compile(r"\"[^\"\n]{3,300}\"|“[^”\n]{3,300}”|‘.{3,300}?’(?![a-z])|(?<![a-z])'.{3,300}?'(?![a-z])")
 
-def _quoted(t:str) -> list[tuple[int, int]]:
+def quoted_spans(t:str) -> list[tuple[int, int]]:
     "Spans of quoted text, when the passage discusses attacks; otherwise none."
     return [m.span() for m in _QUOTE.finditer(t)] if _META.search(t) else []
 
@@ -211,7 +212,7 @@ def _negated(t:str, start:int) -> bool:
 
 def _families(t:str) -> dict[str, tuple[float, str]]:
     "The strongest match of each pattern family in normalised text: {family: (weight, snippet)}."
-    quoted, out = _quoted(t), {}
+    quoted, out = quoted_spans(t), {}
     for fam, pats in _COMPILED.items():
         for w, rx in pats:
             for m in rx.finditer(t):
@@ -227,11 +228,12 @@ def _families(t:str) -> dict[str, tuple[float, str]]:
     return out
 
 # %% ../../nbs/20_safety_screen.ipynb #1448fccd
-_HIDDEN = re.compile(r"<(\w+)[^>]{0,300}?style\s*=\s*[\"'][^\"']{0,300}?(?:display\s*:\s*none|visibility\s*:\s*hidden|"
-                     r"font-size\s*:\s*0|opacity\s*:\s*0(?:\.0+)?\s*(?:;|[\"'])|color\s*:\s*(?:#fff\b|#ffffff|"
-                     r"white))[^>]{0,300}>(.{0,3000}?)</\1\s*>", re.S | re.I)
+HIDDEN_HTML = re.compile(r"<(\w+)[^>]{0,300}?style\s*=\s*[\"'][^\"']{0,300}?"
+                         r"(?:display\s*:\s*none|visibility\s*:\s*hidden|"
+                         r"font-size\s*:\s*0|opacity\s*:\s*0(?:\.0+)?\s*(?:;|[\"'])|color\s*:\s*(?:#fff\b|#ffffff|"
+                         r"white))[^>]{0,300}>(.{0,3000}?)</\1\s*>", re.S | re.I)
 
-def _comments(text:str):
+def html_comments(text:str):
     "The insides of HTML comments, found in one pass (a regex would go quadratic on many unclosed `<!--`)."
     i = text.find("<!--")
     while i != -1:
@@ -239,9 +241,9 @@ def _comments(text:str):
         if j == -1: return
         yield text[i + 4:j]
         i = text.find("<!--", j + 3)
-_B64 = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{20,}={0,2}")
+B64_BLOB = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{20,}={0,2}")
 
-def _b64_text(blob:str) -> str|None:
+def b64_text(blob:str) -> str|None:
     "The text a base64 (or base64url) blob decodes to, when it decodes to readable text."
     s = blob.rstrip("=").replace("-", "+").replace("_", "/")
     try: raw = base64.b64decode(s + "=" * (-len(s) % 4), validate=True)
@@ -257,9 +259,9 @@ def _hidden(text:str, depth:int) -> dict[str, tuple[float, str]]:
     out = {}
     def add(fam, w, snip):
         if w > out.get(fam, (0, ""))[0]: out[fam] = (w, snip)
-    carriers = [("hidden_html_comment", 0.5, c) for c in _comments(text)]
-    carriers += [("hidden_html_comment", 0.5, m.group(2)) for m in _HIDDEN.finditer(text)]
-    carriers += [("base64_blob", 0.5, t) for m in _B64.finditer(text) if (t := _b64_text(m.group()))]
+    carriers = [("hidden_html_comment", 0.5, c) for c in html_comments(text)]
+    carriers += [("hidden_html_comment", 0.5, m.group(2)) for m in HIDDEN_HTML.finditer(text)]
+    carriers += [("base64_blob", 0.5, t) for m in B64_BLOB.finditer(text) if (t := b64_text(m.group()))]
     for fam, w, inner in carriers:
         v = screen(inner, _depth=depth + 1)
         strong = [r for r in v.reasons if v.matches.get(r, (0,))[0] >= 0.3]
@@ -310,7 +312,7 @@ class Verdict:
     quarantine: bool                 # score >= QUARANTINE_AT (or the judge said so)
     matches: dict = field(default_factory=dict, repr=False)  # family -> (weight, snippet)
 
-def _verdict(found:dict) -> Verdict:
+def verdict_from(found:dict) -> Verdict:
     p = 1.0
     for w, _ in found.values(): p *= 1 - w
     score = round(1 - p, 4)
@@ -329,7 +331,7 @@ def screen(text:str, # a passage (a chunk, a question, a tool result)
     if _depth < 2:
         for fam, hit in _hidden(text, _depth).items():
             if hit[0] > found.get(fam, (0, ""))[0]: found[fam] = hit
-    return _verdict(found)
+    return verdict_from(found)
 
 # %% ../../nbs/20_safety_screen.ipynb #6fb2968d
 def _rate(hits:int, n:int) -> float|None: return None if n == 0 else round(hits / n, 4)
@@ -415,7 +417,7 @@ def screen_with_judge(text:str, # the passage
                        {**v.matches, "judge_failed": (0.0, str(e)[:200])})
     if not d["injection"]: return v
     found = {**v.matches, "judge": (0.6, str(d.get("reason", ""))[:200])}
-    return _verdict(found)
+    return verdict_from(found)
 
 # %% ../../nbs/20_safety_screen.ipynb #e46c06ad
 def release_quarantine(con, # a Keel database connection

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from ..errors import ModelError
-from .screen import Verdict, _verdict, QUARANTINE_AT
+from .screen import Verdict, verdict_from, QUARANTINE_AT
 from .learned import views, default_model, LearnedScreen
 
 # %% auto #0
@@ -101,10 +101,10 @@ def __call__(self:TunedScreen, text:str) -> Verdict:
     m, card = self._learned or default_model(), self.card
     p, kind, _ = m.best_view(text)
     t = card.get("learned_threshold", m.threshold)
-    if p >= t: return _verdict({"learned": (max(QUARANTINE_AT, round(p, 4)),
+    if p >= t: return verdict_from({"learned": (max(QUARANTINE_AT, round(p, 4)),
                                             f"classifier p={p:.2f} on the {kind} view (threshold {t:.2f})")})
     z, kind = self.classifier_view(text)
     if z >= card["threshold"]:
-        return _verdict({"tuned": (QUARANTINE_AT, f"MiniLM logit {z:.2f} on the {kind} view "
+        return verdict_from({"tuned": (QUARANTINE_AT, f"MiniLM logit {z:.2f} on the {kind} view "
                                                   f"(threshold {card['threshold']:.2f})")})
     return Verdict(0.0, [], False, {})
