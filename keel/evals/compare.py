@@ -11,7 +11,6 @@ from ..errors import InputError, EXIT_OK, EXIT_FAILED
 from ..command import command_parser, run_command
 from ..stats import (mean, mcnemar_exact, holm, paired_bootstrap, paired_randomisation, min_detectable_effect,
                      items_needed)
-from .core import item_value
 from .verdict import item_passed
 from . import gate
 from .report import report_page, esc

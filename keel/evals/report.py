@@ -4,12 +4,12 @@
 
 # %% ../../nbs/56_evals_report.ipynb #969f531d
 from __future__ import annotations
-import dataclasses, html, json, random, statistics
+import dataclasses, html, json
 from pathlib import Path
 from ..stats import bootstrap_interval
 from .checkpoint import code_version
 from .gate import report_head, latest_name
-from .core import RATES, COUNTS, COSTS, DEFAULT_THRESHOLDS, item_value, settings_digest
+from .core import RATES, COSTS, item_value, settings_digest
 
 # %% auto #0
 __all__ = ['METHODOLOGY', 'GROUPS', 'CSS', 'TREND_METRICS', 'build_payload', 'write_run_files', 'write_report', 'metric_groups',
