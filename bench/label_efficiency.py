@@ -1,6 +1,6 @@
 """How many labels the labelling panel needs to pin down the refusal gate's calibration on PubMedQA dev, in the panel's
 order (the pending item whose scores lie nearest the current threshold first) against items labelled in random order,
-with the same estimate and the same stopping rule (`keel.ui.label`: the threshold's 95% bootstrap interval within
+with the same estimate and the same stopping rule (`keel.evals.agreement`: the threshold's 95% bootstrap interval within
 CALIBRATION_WIDTH and at least keel calibrate's MIN_ITEMS items labelled).
 
 Each PubMedQA dev question is an item with two calibration rows, asked through the production retriever of
@@ -36,7 +36,7 @@ def scored_rows() -> list[dict]:
 
 def simulate(rows:list[dict], order:str, seed:int, target:float, width:float, step:int=5) -> dict:
     "Label items of the pool in `order` (`panel` or `random`) until enough; the labels used and the threshold reached."
-    from keel.ui.label import calibration_estimate, calibration_order, calibration_verdict
+    from keel.evals.agreement import calibration_estimate, calibration_order, calibration_verdict
     items = list(dict.fromkeys(r["item"] for r in rows))
     shuffled = items[:]; random.Random(seed).shuffle(shuffled)
     done, est = set(), None
@@ -65,7 +65,7 @@ def main(argv=None):
     a = ap.parse_args(argv)
     if not (corpora.PUBMEDQA/"pqal_dev.json").is_file():
         print(f"PubMedQA dev is not at {corpora.PUBMEDQA} (see its SOURCE.md): nothing measured"); return 0
-    from keel.ui.label import CALIBRATION_WIDTH
+    from keel.evals.agreement import CALIBRATION_WIDTH
     from keel.retrieval.answerability import operating_point
     from keel.stats import mean
     rows, target, t0 = scored_rows(), 0.10, time.time()

@@ -5,13 +5,13 @@
 # %% ../nbs/00b_stats.ipynb #138b2b9e
 from __future__ import annotations
 import functools, math, random, statistics
-from typing import Sequence
+from typing import Callable, Sequence
 import numpy as np
 
 # %% auto #0
-__all__ = ['mean', 'percentile', 'bootstrap_interval', 'paired_differences', 'paired_bootstrap', 'paired_randomisation',
-           'binomial_tail', 'mcnemar_exact', 'holm', 'mcnemar_power', 'min_detectable_effect', 'items_needed',
-           'cohen_kappa', 'kappa_interval', 'roc_auc', 'mann_whitney']
+__all__ = ['mean', 'percentile', 'bootstrap', 'bootstrap_interval', 'paired_differences', 'paired_bootstrap',
+           'paired_randomisation', 'binomial_tail', 'mcnemar_exact', 'holm', 'mcnemar_power', 'min_detectable_effect',
+           'items_needed', 'cohen_kappa', 'kappa_interval', 'roc_auc', 'mann_whitney']
 
 # %% ../nbs/00b_stats.ipynb #9e6c174e
 def _present(xs) -> list: return [x for x in xs if x is not None]
@@ -34,17 +34,26 @@ def percentile(xs, # values in any order; None values are skipped
 # %% ../nbs/00b_stats.ipynb #512cfaba
 def _tail_index(p:float, n:int) -> int: return min(n - 1, int(p * n + 1e-9))
 
+def bootstrap(units:Sequence, # what is resampled with replacement: values, item ids, row numbers
+              statistic:Callable, # a resample (a list of units) -> a number, or None where it is undefined
+              n:int=2000, seed:int=0, level:float=0.95) -> tuple[float|None, float|None]:
+    "Percentile-bootstrap interval of `statistic` over `n` resamples of `units` (undefined resamples skipped)."
+    if not len(units): return None, None
+    rng, tail, vs = random.Random(seed), (1 - level) / 2, []
+    for _ in range(n):
+        v = statistic(rng.choices(units, k=len(units)))
+        if v is not None: vs.append(v)
+    if not vs: return None, None
+    vs.sort()
+    return vs[_tail_index(tail, len(vs))], vs[_tail_index(1 - tail, len(vs))]
+
 def bootstrap_interval(xs, # values; None values are skipped
                        n:int=2000, # resamples
                        seed:int=0,
                        level:float=0.95 # the interval's coverage
                       ) -> tuple[float|None, float|None]:
     "Percentile-bootstrap interval of the mean of `xs`; (None, None) when there are no values."
-    xs = _present(xs)
-    if not xs: return None, None
-    rng, tail = random.Random(seed), (1 - level) / 2
-    ms = sorted(statistics.fmean(rng.choices(xs, k=len(xs))) for _ in range(n))
-    return ms[_tail_index(tail, n)], ms[_tail_index(1 - tail, n)]
+    return bootstrap(_present(xs), statistics.fmean, n, seed, level)
 
 def paired_differences(a:Sequence, b:Sequence) -> list[float]:
     "b - a for each pair where both are measured (None in either drops the pair)."
@@ -160,16 +169,8 @@ def cohen_kappa(a:Sequence, b:Sequence) -> float|None:
 def kappa_interval(a:Sequence, b:Sequence, n:int=2000, seed:int=0, level:float=0.95) -> tuple[float|None, float|None]:
     "Percentile-bootstrap interval of Cohen's kappa over the items (resamples where it is undefined are skipped)."
     if len(a) != len(b): raise ValueError(f"two raters need the same items, got {len(a)} and {len(b)} labels")
-    if not len(a): return None, None
-    rng, idx, tail = random.Random(seed), range(len(a)), (1 - level) / 2
-    ks = []
-    for _ in range(n):
-        pick = rng.choices(idx, k=len(a))
-        k = cohen_kappa([a[i] for i in pick], [b[i] for i in pick])
-        if k is not None: ks.append(k)
-    if not ks: return None, None
-    ks.sort()
-    return ks[_tail_index(tail, len(ks))], ks[_tail_index(1 - tail, len(ks))]
+    kappa = lambda pick: cohen_kappa([a[i] for i in pick], [b[i] for i in pick])
+    return bootstrap(range(len(a)), kappa, n, seed, level)
 
 # %% ../nbs/00b_stats.ipynb #bafdf895
 def roc_auc(scores:Sequence[float], labels:Sequence[int]) -> float|None:

@@ -4,127 +4,32 @@
 
 # %% ../../nbs/96_ui_label.ipynb #0c9b3134
 from __future__ import annotations
-import hashlib, json, random, re
+import hashlib, json, re
 from pathlib import Path
-import numpy as np
 import yaml
 import ipywidgets as W
 from fastcore.basics import patch
 from ..errors import InputError, KeelError
 from ..atomicfile import atomic_path
 from ..yamlfile import read_yaml
-from ..stats import percentile, cohen_kappa, kappa_interval
-from ..retrieval.answerability import Answerability, DEFAULT_CALIBRATION, fit_logistic
+from ..retrieval.answerability import Answerability, DEFAULT_CALIBRATION
 from ..evals.golden import load_golden, parse_item, put_golden_item
-from ..evals.calibrate import MIN_ITEMS, usable_items, calibration_rows
+from ..evals.calibrate import usable_items, calibration_rows
 from ..evals.judge import METRICS, load_judge_labels
 from ..evals.rubrics import MIN_RUBRIC_LABELS
+from ..evals.agreement import (CALIBRATION_WIDTH, KAPPA_WIDTH, calibration_estimate, calibration_order,
+                                  calibration_verdict, judge_uncertainty, judge_verdict)
 from .base import style, message, esc, html_table, context_problem, ledger_rows, ledger_html, Snapshot
 
 # %% auto #0
-__all__ = ['RECALIBRATION_L2', 'CALIBRATION_WIDTH', 'MIN_INTERVAL_ITEMS', 'KAPPA_WIDTH', 'recalibrate', 'expected_labels',
-           'expected_threshold', 'calibration_estimate', 'calibration_order', 'calibration_verdict',
-           'judge_uncertainty', 'answers_to_label', 'judge_verdict', 'put_judge_label', 'record_label', 'decisions',
-           'draft_rows', 'draft_passage', 'LabelPanel']
-
-# %% ../../nbs/96_ui_label.ipynb #d3d1b184
-RECALIBRATION_L2 = 1.0    # how strongly the score-to-label map is pulled towards the identity
-
-def _logit(s) -> np.ndarray:
-    s = np.clip(np.asarray(s, float), 1e-4, 1 - 1e-4)
-    return np.log(s / (1 - s))
-
-def recalibrate(scores, # the gate's scores of the labelled rows
-                labels # their labels, 0 or 1
-               ) -> tuple[float, float]:
-    "Slope and intercept of a logistic map from the score's logit to the label, pulled towards (1, 0)."
-    w, b = fit_logistic(_logit(scores)[:, None], np.asarray(labels, float), RECALIBRATION_L2, prior=np.array([1.0]))
-    return float(w[0]), float(b)
-
-def expected_labels(scores, labels, slope:float, intercept:float) -> np.ndarray:
-    "Each row's label where known (not NaN), else the mapped probability that its passages answer it."
-    q = 1 / (1 + np.exp(-(slope * _logit(scores) + intercept)))
-    y = np.asarray(labels, float)
-    return np.where(np.isnan(y), q, y)
-
-# %% ../../nbs/96_ui_label.ipynb #dbb2e066
-def expected_threshold(scores, # every row's score
-                       expected, # every row's label or expected label (`expected_labels`)
-                       target:float # the false-answer rate to stay within
-                      ) -> dict:
-    "The lowest score at which the expected false-answer rate is within `target`; expected error rates there."
-    s, e = np.asarray(scores, float), np.asarray(expected, float)
-    order = np.argsort(-s, kind="stable")
-    fa = np.cumsum(1 - e[order]) / max(float((1 - e).sum()), 1e-9)    # share of unanswerable at or above each score
-    ok = np.nonzero(fa <= target + 1e-12)[0]
-    t = float(s[order[ok[-1]]]) if len(ok) else float(np.nextafter(s.max(), np.inf))
-    fr = float(e[s < t].sum() / max(e.sum(), 1e-9))
-    return dict(threshold=t, false_answer=float(fa[ok[-1]]) if len(ok) else 0.0, false_refusal=fr)
-
-# %% ../../nbs/96_ui_label.ipynb #bdd7b589
-CALIBRATION_WIDTH = 0.10   # enough labels when the threshold's 95% interval is at most this wide
-
-def calibration_estimate(rows:list[dict], # `item`, `score`, `label` (None: not labelled yet)
-                         target:float=0.10, # the false-answer rate the threshold is for
-                         n:int=200, # bootstrap resamples
-                         seed:int=0, level:float=0.95) -> dict:
-    "The threshold the labels so far imply over all rows, with its bootstrap interval over the labelled items."
-    s = np.array([r["score"] for r in rows], float)
-    y = np.array([np.nan if r["label"] is None else r["label"] for r in rows], float)
-    by = {}
-    for i, r in enumerate(rows):
-        if r["label"] is not None: by.setdefault(r["item"], []).append(i)
-    if not by: return dict(expected_threshold(s, expected_labels(s, y, 1.0, 0.0), target), lo=None, hi=None, items=0)
-    est = expected_threshold(s, expected_labels(s, y, *recalibrate(s[~np.isnan(y)], y[~np.isnan(y)])), target)
-    ids, rng, ts = sorted(by), random.Random(seed), []
-    for _ in range(n):
-        idx = [i for x in rng.choices(ids, k=len(ids)) for i in by[x]]
-        ts.append(expected_threshold(s, expected_labels(s, y, *recalibrate(s[idx], y[idx])), target)["threshold"])
-    tail = (1 - level) / 2 * 100
-    return dict(est, lo=percentile(ts, tail), hi=percentile(ts, 100 - tail), items=len(ids))
-
-# %% ../../nbs/96_ui_label.ipynb #700f4911
-def calibration_order(rows:list[dict], # `item`, `score`, `label` (None: not labelled yet)
-                      threshold:float, # the current estimate
-                      pending:list[str] # the items not decided yet, in file order
-                     ) -> list[str]:
-    "The pending items, those whose scores lie nearest the threshold first."
-    near = {}
-    for r in rows:
-        if r["label"] is None: near[r["item"]] = min(near.get(r["item"], 9.0), abs(r["score"] - threshold))
-    pos = {i: k for k, i in enumerate(pending)}
-    return sorted(pending, key=lambda i: (near.get(i, 10.0), pos[i]))
-
-# %% ../../nbs/96_ui_label.ipynb #2e0c5a88
-MIN_INTERVAL_ITEMS = 5   # labelled items before the threshold's interval is shown
-
-def calibration_verdict(est:dict, # `calibration_estimate`
-                        accepted:int, # golden items accepted so far
-                        width:float=CALIBRATION_WIDTH, min_items:int=MIN_ITEMS) -> tuple[bool, str]:
-    "Whether enough is labelled for the calibration, and a sentence saying so."
-    if est.get("lo") is None: return False, f"nothing labelled yet: the threshold's interval needs labelled items"
-    if est["items"] < MIN_INTERVAL_ITEMS:     # a bootstrap over one or two items has no spread to speak of
-        return False, (f"threshold {est['threshold']:.3f} from {est['items']} labelled items: too few for an interval "
-                       f"({MIN_INTERVAL_ITEMS} or more); keep labelling")
-    w = est["hi"] - est["lo"]
-    iv = (f"threshold {est['threshold']:.3f}, 95% interval {est['lo']:.3f}-{est['hi']:.3f} (width {w:.3f}, "
-          f"stated {width:.2f}) from {est['items']} labelled items")
-    if accepted < min_items: return False, f"{iv}; keel calibrate needs {min_items} accepted items, {accepted} so far"
-    if w > width: return False, f"{iv}; keep labelling"
-    return True, f"{iv}: enough for calibration (run keel calibrate)"
+__all__ = ['answers_to_label', 'put_judge_label', 'record_label', 'decisions', 'draft_rows', 'draft_passage', 'LabelPanel']
 
 # %% ../../nbs/96_ui_label.ipynb #2ef67724
-KAPPA_WIDTH = 0.50   # enough judge labels when every metric's kappa 95% interval is at most this wide
-
 def _judges(row:dict) -> dict:
     "Each metric's judge scores on a report row (the model-free groundedness counts as a second judge)."
     out = {m: [float(row[m])] if row.get(m) is not None else [] for m in METRICS}
     if row.get("supported_sentences") is not None: out["groundedness"].append(float(row["supported_sentences"]))
     return {m: v for m, v in out.items() if v}
-
-def judge_uncertainty(judges:dict) -> float:
-    "How unsure the judges are of an answer: their widest disagreement, or the closeness of a lone score to 0.5."
-    return max([max(v) - min(v) if len(v) > 1 else 1 - 2 * abs(v[0] - 0.5) for v in judges.values()] or [0.0])
 
 # %% ../../nbs/96_ui_label.ipynb #e6eca3c3
 def answers_to_label(con, # the deployment's database (for the cited passages' text)
@@ -141,21 +46,6 @@ def answers_to_label(con, # the deployment's database (for the cited passages' t
         out.append(dict(id=r["id"], question=r["question"], answer=r["answer"], contexts=ctx,
                         reference=r.get("expected_answer") or "", judges=j, uncertainty=judge_uncertainty(j)))
     return sorted(out, key=lambda x: -x["uncertainty"])
-
-# %% ../../nbs/96_ui_label.ipynb #3129056b
-def judge_verdict(labelled:list[dict], # candidates with `human` ({metric: 0 or 1}) and `judges`
-                  width:float=KAPPA_WIDTH) -> tuple[bool, list[dict]]:
-    "Whether enough judge labels are in, and per metric the labels, kappa and its interval."
-    rows = []
-    for m in METRICS:
-        pairs = [(x["human"][m], int(sum(x["judges"][m]) / len(x["judges"][m]) >= 0.5))
-                 for x in labelled if m in x.get("judges", {})]
-        if not pairs: continue
-        h, j = [p[0] for p in pairs], [p[1] for p in pairs]
-        lo, hi = kappa_interval(h, j)
-        rows.append(dict(metric=m, labels=len(pairs), kappa=cohen_kappa(h, j), lo=lo, hi=hi,
-                         enough=len(pairs) >= MIN_RUBRIC_LABELS and lo is not None and hi - lo <= width))
-    return bool(rows) and all(r["enough"] for r in rows), rows
 
 # %% ../../nbs/96_ui_label.ipynb #581c3bf8
 def _write_yaml(path:Path, data:dict, check):
