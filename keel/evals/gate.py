@@ -129,7 +129,7 @@ SCHEMA_VERSION = 1   # of every report's head and of the reports whose schemas a
 KAPPA_BAR = 0.4      # a judged metric gates only when its judge's kappa against human labels reaches this
 REPORT_ROWS = dict(run="items", agent="items", robustness="rows", retrieval="cases", review="cases",
                    claims="claims", compare="items", stale="items",
-                   acl="probes")   # kind -> the list of rows its report holds
+                   acl="probes", conversations="items")   # kind -> the list of rows its report holds
 
 def report_kind(kind:str) -> str:
     "`keel-eval-<kind>` for a short kind (`run`), or the name itself when it is already one."
