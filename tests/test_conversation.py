@@ -1,7 +1,8 @@
 """Conversations as a user has them: `keel chat` over the fixture corpus answers a follow-up with the turns before it,
-rates the last answer with /up, and a restricted follow-up or a tag removed between turns leaks nothing."""
-import json
-import pytest
+rates the last answer with /up, and a restricted follow-up or a tag removed between turns leaks nothing; `keel eval
+conversations` writes a report two of which `keel eval compare` reads turn by turn, and its judge sees the history."""
+import json, sqlite3
+import pytest, yaml
 from keel.providers.base import allowed
 from pathlib import Path
 from keel.config import load_settings
@@ -73,17 +74,40 @@ def test_restricted_follow_up_is_refused_and_a_removed_tag_takes_effect_next_tur
 def test_keel_eval_conversations_scores_every_turn_without_leaks(tmp_path, keel_cmd):
     deployment(tmp_path / "data").close()
     r = keel_cmd("--data-dir", tmp_path / "data", "eval", "conversations", ROOT / "golden" / "conversations.yaml",
-                 "--split", "heldout", "--rewrite", "carry", "--json", env=ENV)
+                 "--split", "heldout", "--rewrite", "carry", "--json", "--report-dir", tmp_path / "r", env=ENV)
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert set(out["by_position"]) == {"turn 1", "turn 2", "turn 3+"}
     assert all(v["leaks"] == 0 for v in out["by_position"].values())
     assert len(out["results"]) == 16 and all(c["split"] == "heldout" for c in out["results"])
+    assert json.loads((tmp_path / "r" / "latest-conversations.json").read_text())["stamp"] == out["stamp"]
     bad = tmp_path / "bad.yaml"
     bad.write_text("conversations:\n- id: x\n  turns:\n  - {question: 'q', expected_answer: a, expected_source: [P]}\n"
                    "  - {question: 'r', expected_answer: b, expect_refusal: true}\n")
-    r = keel_cmd("--data-dir", tmp_path / "data", "eval", "conversations", bad, env=ENV)
+    r = keel_cmd("--data-dir", tmp_path / "data", "eval", "conversations", bad, "--report-dir", tmp_path / "bad",
+                 env=ENV)
     assert r.returncode == 2 and "unknown field expected_source" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "bad").exists()
+
+
+def test_two_conversation_runs_compare_turn_by_turn(tmp_path, keel_cmd):
+    deployment(tmp_path / "data").close()
+    for rw in ("carry", "none"):
+        r = keel_cmd("--data-dir", tmp_path / "data", "eval", "conversations", ROOT / "golden" / "conversations.yaml",
+                     "--split", "heldout", "--rewrite", rw, "--report-dir", tmp_path / rw, env=ENV)
+        assert r.returncode == 0 and f"report: {tmp_path / rw}" in r.stdout, r.stderr
+    a, b = (tmp_path / rw / "latest-conversations.json" for rw in ("carry", "none"))
+    r = keel_cmd("eval", "compare", a, b, "--json", tmp_path / "cmp.json")
+    c = json.loads((tmp_path / "cmp.json").read_text())
+    assert r.returncode == (1 if c["worse"] else 0), r.stderr
+    assert c["compared"] == "keel-eval-conversations" and c["n"] == 48 and not c["only_a"] and not c["only_b"]
+    assert [(d["a"], d["b"]) for d in c["config"] if d["field"] == "rewrite"] == [("carry", "none")]
+    flipped = [(it["item"], it["groups"]["position"]) for it in c["items"]]
+    assert flipped, "ignoring the history changes no follow-up"
+    assert all(pos != "turn 1" and not item.endswith("/1") for item, pos in flipped), flipped   # turn 1 has no history
+    assert "position turn 2" in r.stdout and "keel eval compare: two `keel eval conversations` reports" in r.stdout
+    r = keel_cmd("eval", "compare", a, a)
+    assert r.returncode == 0 and "overall: no difference" in r.stdout, r.stderr
 
 
 @pytest.mark.slow
@@ -97,3 +121,33 @@ def test_the_bundled_model_rewrites_a_follow_up_or_the_carry_takes_over(tmp_path
     if conv["rewrite"] == "model": assert conv["standalone"] != "And for patients under 18?"
     assert all(allowed(h.acl_tags, ("public",)) for h in a.retrieved)
     ctx.close()
+
+
+@pytest.mark.slow
+def test_the_judge_grades_a_follow_up_with_the_turns_before_it(tmp_path, keel_cmd):
+    deployment(tmp_path / "data").close()
+    conv = dict(id="quotes", user_tags=["public"], split="heldout", turns=[
+        dict(question="How many quotes are needed for a purchase between $10,000 and $100,000?",
+             expected_answer="Three written quotes.", expected_sources=["Procurement Policy"]),
+        dict(question="And which form compares them?", expected_answer="The quote comparison form PR-02.",
+             expected_sources=["Procurement Policy"])])
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(dict(conversations=[conv])))
+    r = keel_cmd("--data-dir", tmp_path / "data", "eval", "conversations", tmp_path / "c.yaml", "--judge", "--rewrite",
+                 "carry", "--report-dir", tmp_path / "r", "--json", env=ENV)
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout)
+    assert rep["judge"]["on"] and rep["judge"]["judges"]
+    for t in rep["items"]:
+        if t["kind"] == "answer":
+            assert t["judge_error"] or all(0 <= t[m] <= 1 for m in ("groundedness", "relevance", "correctness")), t
+        else: assert t["groundedness"] is None
+    with sqlite3.connect(tmp_path / "data" / "llm-cache.db") as con:
+        prompts = [json.loads(q)["prompt"] for (q,) in con.execute("SELECT request FROM calls")]
+    graded = [p if isinstance(p, str) else json.dumps(p) for p in prompts if "ANSWER UNDER REVIEW" in str(p)]
+    first, follow = conv["turns"][0]["question"], conv["turns"][1]["question"]
+    answered = [t["turn"] for t in rep["items"] if t["kind"] == "answer"]
+    assert answered, "no turn was answered, so none was judged"
+    if 1 in answered: assert any(first in p and "EARLIER TURNS" not in p for p in graded), graded
+    if 2 in answered:
+        assert any(f"[turn 1] QUESTION: {first}" in p and f"QUESTION (turn 2, the one graded): {follow}" in p
+                   for p in graded), graded

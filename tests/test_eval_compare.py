@@ -188,7 +188,8 @@ def test_different_golden_sets_match_by_id_when_allowed(runs, tmp_path):
     (lambda a, d: edited(a, d/"dup.json", lambda p: p["items"].append(p["items"][0])), "appears twice"),
     (lambda a, d: ROOT/"golden"/"agent"/"baseline.json", "A is a `keel eval run` report and B a `keel eval agent`"),
     (lambda a, d: edited(a, d/"digest.json", lambda p: p.update(golden_digest="1" * 64)), "different golden sets"),
-    (lambda a, d: write(d/"list.json", "[1, 2]"), "is not a keel-eval-run or keel-eval-agent or keel-eval-robustness report"),
+    (lambda a, d: write(d/"list.json", "[1, 2]"),
+     "is not a keel-eval-run or keel-eval-agent or keel-eval-robustness or keel-eval-conversations report"),
     (lambda a, d: d/"missing.json", "cannot read report B"),
 ])
 def test_bad_input_is_one_line_and_exit_2(runs, tmp_path, make, needle):

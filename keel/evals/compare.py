@@ -16,13 +16,14 @@ from . import gate
 from .report import report_page, esc
 
 # %% auto #0
-__all__ = ['RUN_OUTCOMES', 'AGENT_OUTCOMES', 'ROBUSTNESS_OUTCOMES', 'RUN', 'AGENT', 'ROBUSTNESS', 'KINDS', 'NEEDED_LIMIT',
-           'POWER', 'METHODOLOGY', 'METRIC_HEADS', 'FLIP_HEADS', 'Outcome', 'outcome_value', 'Kind', 'item_key',
-           'key_label', 'check_items', 'read_report', 'check_report', 'items_digest', 'check_comparable', 'pair_items',
-           'flip_counts', 'flip_table', 'measure', 'significant', 'metric_verdict', 'power_words', 'config_diff',
-           'sources_of', 'retrieval_change', 'flipped_items', 'rubric_outcomes', 'select_outcomes', 'overall_verdict',
-           'compare_runs', 'metric_rows', 'flip_rows', 'config_lines', 'items_line', 'flip_words', 'format_text',
-           'format_markdown', 'format_html', 'format_json', 'cli']
+__all__ = ['RUN_OUTCOMES', 'AGENT_OUTCOMES', 'ROBUSTNESS_OUTCOMES', 'CONVERSATION_OUTCOMES', 'RUN', 'AGENT', 'ROBUSTNESS',
+           'CONVERSATIONS', 'KINDS', 'NEEDED_LIMIT', 'POWER', 'METHODOLOGY', 'METRIC_HEADS', 'FLIP_HEADS', 'Outcome',
+           'outcome_value', 'Kind', 'item_key', 'key_label', 'check_items', 'read_report', 'check_report',
+           'items_digest', 'check_comparable', 'pair_items', 'flip_counts', 'flip_table', 'measure', 'significant',
+           'metric_verdict', 'power_words', 'config_diff', 'sources_of', 'retrieval_change', 'flipped_items',
+           'rubric_outcomes', 'select_outcomes', 'overall_verdict', 'compare_runs', 'metric_rows', 'flip_rows',
+           'config_lines', 'items_line', 'flip_words', 'format_text', 'format_markdown', 'format_html', 'format_json',
+           'cli']
 
 # %% ../../nbs/56a_evals_compare.ipynb #f9d90395
 @dataclass(frozen=True)
@@ -74,6 +75,7 @@ class Kind:
     config: tuple           # the header fields that describe how the run was made
     outcomes: tuple         # what is compared, yes/no outcomes first
     digest: str|None = None # the header field naming the item set (None: computed from the clean probes)
+    numbered: tuple = ()    # the key fields that are whole numbers (a conversation's turn), not text
 
 # %% ../../nbs/56a_evals_compare.ipynb #062ec075
 _O = Outcome
@@ -114,6 +116,12 @@ ROBUSTNESS_OUTCOMES = (
     _O("error", "error", "text", better=-1, verb="fails on"),
     _O("f1", "f1", binary=False), _O("answer_agreement", "answer_agreement", binary=False))
 
+# %% ../../nbs/56a_evals_compare.ipynb #8770623b
+_TURN = ("refusal_correct", "refused", "must_include", "must_not_include", "citation_valid", "leak", "error",
+         "hit_at_1", "hit_at_3", "hit_at_5", "answered", "evidence", "helpful", "mrr", "context_precision",
+         "context_recall", "token_f1", "groundedness", "relevance", "correctness")
+CONVERSATION_OUTCOMES = (_O("pass", "passed", "flag", verb="passes"), *(o for o in RUN_OUTCOMES if o.name in _TURN))
+
 # %% ../../nbs/56a_evals_compare.ipynb #0b0ffe32
 _CODE = ("keel_version", "code_digest", "keel_commit")
 RUN = Kind("keel-eval-run", "keel eval run", "items", ("id",), "question", ("category", "split"),
@@ -128,7 +136,11 @@ ROBUSTNESS = Kind("keel-eval-robustness", "keel eval robustness", "rows", ("id",
                   ("perturbation",), ("mode", "model", "model_digest", "seed", "limit", "perturbations",
                                    "profile", *_CODE),
                   ROBUSTNESS_OUTCOMES)
-KINDS = {k.kind: k for k in (RUN, AGENT, ROBUSTNESS)}
+CONVERSATIONS = Kind("keel-eval-conversations", "keel eval conversations", "items", ("conversation", "turn"),
+                     "question", ("position", "split"), ("rewrite", "split", "answer_mode", "corpus", "model",
+                                                         "profile", "settings_digest", "judge", *_CODE),
+                     CONVERSATION_OUTCOMES, "golden_digest", numbered=("turn",))
+KINDS = {k.kind: k for k in (RUN, AGENT, ROBUSTNESS, CONVERSATIONS)}
 
 # %% ../../nbs/56a_evals_compare.ipynb #c372f428
 def item_key(k:Kind, r:dict) -> tuple:
@@ -136,7 +148,7 @@ def item_key(k:Kind, r:dict) -> tuple:
     return tuple(r.get(f) for f in k.key)
 
 def key_label(key:tuple) -> str:
-    "An item's name as shown: `proc-quotes-mid`, or `proc-quotes-mid/noise/0.2` for a robustness probe."
+    "An item's name: `proc-quotes-mid`, `proc-quotes-mid/noise/0.2` for a robustness probe, `proc-1/2` for a turn."
     return "/".join(str(x) for x in key if x not in (None, ""))
 
 _FIX = "restore the report as the command wrote it, or run the command again"
@@ -147,7 +159,8 @@ def check_items(p:dict, k:Kind, where:str) -> list[dict]:
     rows, seen = p.get(k.rows), set()
     if not isinstance(rows, list) or not rows: raise InputError(f"{where} has no {k.rows} to compare", fix=_FIX)
     for i, r in enumerate(rows):
-        if not isinstance(r, dict) or not all(isinstance(r.get(f), str) for f in k.key):
+        if not isinstance(r, dict) or not all(type(r.get(f)) is int and r[f] > 0 if f in k.numbered
+                                              else isinstance(r.get(f), str) for f in k.key):
             raise InputError(f"{where}: {k.rows}[{i}] has no {', '.join(k.key)}", fix=_FIX)
         if (key := item_key(k, r)) in seen: raise InputError(f"{where}: item {key_label(key)} appears twice", fix=_FIX)
         seen.add(key)
@@ -158,13 +171,13 @@ def check_items(p:dict, k:Kind, where:str) -> list[dict]:
     return rows
 
 # %% ../../nbs/56a_evals_compare.ipynb #5288b1d2
-def read_report(path:Path|str, # a JSON report of `keel eval run`, `eval agent` or `eval robustness`
+def read_report(path:Path|str, # a JSON report of `keel eval run`, `eval agent`, `robustness` or `conversations`
                 name:str="" # how the report is named in errors, e.g. `A`
                ) -> dict:
     "A report read by the evaluation core's strict reader, its items checked; else an `InputError` with the fix."
     what = f"report {name}".strip()
-    fix = ("pass the JSON report that `keel eval run`, `eval agent` or `eval robustness` wrote; a file cut short or "
-           "edited by hand cannot be compared")
+    fix = ("pass the JSON report that `keel eval run`, `eval agent`, `eval robustness` or `eval conversations` "
+           "wrote; a file cut short or edited by hand cannot be compared")
     try: p = gate.read_report(path, tuple(KINDS), what, fix)
     except RecursionError: raise InputError(f"{what} {path} is nested too deeply to be a report", fix=fix) from None
     return check_report(p, f"{what} {path}")
@@ -176,7 +189,8 @@ def check_report(p, # a parsed report
     kind = gate.kind_of_report(p) if isinstance(p, dict) else type(p).__name__
     if not isinstance(kind, str) or kind not in KINDS:
         raise InputError(f"{where} is not a Keel run report (kind {kind!r})",
-                         fix="pass the JSON report of `keel eval run`, `eval agent` or `eval robustness`")
+                         fix="pass the JSON report of `keel eval run`, `eval agent`, `eval robustness` or "
+                             "`eval conversations`")
     check_items(p, KINDS[kind], where)
     return {**p, "kind": kind}
 
@@ -436,10 +450,12 @@ def compare_runs(a:dict, # the reference run's report (as `read_report` returns 
 
 # %% ../../nbs/56a_evals_compare.ipynb #c6fb2474
 METHODOLOGY = [
-    "Items are matched by id (robustness probes by id, perturbation and parameter); each metric is computed over the "
-    "matched items measured in both runs, so A and B are the runs' figures over the same items.",
+    "Items are matched by id (robustness probes by id, perturbation and parameter; conversation turns by conversation "
+    "id and turn number); each metric is computed over the matched items measured in both runs, so A and B are the "
+    "runs' figures over the same items.",
     "A golden-run item passes when every check that applies to it passes: refusal, must_include, must_not_include, "
-    "citations, no leak, no error.",
+    "citations, no leak, no error. A conversation turn passes when its outcome is right, nothing leaked, its "
+    "must_include strings are there and, with expected sources, one is in the top 3.",
     "Yes/no outcomes: the exact two-sided McNemar test on the discordant items (A only, B only). Scores: a paired "
     "randomisation test of the mean difference (10,000 random sign flips, seeded).",
     "B − A has a 95% paired-bootstrap interval (2,000 resamples of the matched items, seeded).",
@@ -612,7 +628,8 @@ def _parser() -> argparse.ArgumentParser:
                        epilog="exit codes: 0 compared (B not significantly worse than A), 1 B is significantly worse "
                               "than A on a compared metric after Holm's correction (gate CI on this), 2 invalid input "
                               "(unreadable, truncated or edited JSON, reports of different kinds or golden sets)")
-    p.add_argument("a", help="the reference run's JSON report (`keel eval run`, `eval agent` or `eval robustness`)")
+    p.add_argument("a", help="the reference run's JSON report (`keel eval run`, `eval agent`, `eval robustness` or "
+                             "`eval conversations`)")
     p.add_argument("b", help="the other run's JSON report, of the same command")
     p.add_argument("--metric", help="compare only these metrics, comma-separated (default: all both runs measured)")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level after Holm's correction (0.05)")

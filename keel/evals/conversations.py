@@ -4,20 +4,27 @@
 
 # %% ../../nbs/55e_evals_conversations.ipynb #76afd864
 from __future__ import annotations
+import json
 from dataclasses import dataclass
 from pathlib import Path
-from ..errors import InputError
+from ..errors import InputError, EXIT_OK, EXIT_FAILED
 from ..yamlfile import read_yaml
+from ..db import fingerprint
 from ..answer.types import User
 from ..answer.conversation import Conversation
-from .golden import GoldenItem, parse_item
-from .run import score_retrieval, check_item
+from .golden import GoldenItem, parse_item, golden_digest
+from .run import score_retrieval, check_item, item_row, judge_item, chunk_tags, run_judges
+from .judge import METRICS
 from .grounding import token_f1
+from .gate import report_head, write_report_files
+from .core import settings_digest
+from .checkpoint import code_version
 from ..stats import mean
 
 # %% auto #0
-__all__ = ['GoldenConversation', 'parse_conversation', 'load_conversations', 'turn_passes', 'run_conversation', 'position',
-           'by_position', 'conversations_text', 'cli']
+__all__ = ['GoldenConversation', 'parse_conversation', 'load_conversations', 'turn_passes', 'position', 'history_of',
+           'run_conversation', 'by_position', 'judge_info', 'conversations_payload', 'ConversationsResult',
+           'run_conversations', 'conversations_text', 'cli']
 
 # %% ../../nbs/55e_evals_conversations.ipynb #4872adec
 @dataclass(frozen=True)
@@ -70,66 +77,130 @@ def turn_passes(row:dict) -> bool:
     return (row["outcome"] in ("answered", "correct_refusal") and not row["leaks"]
             and row["must_include_pass"] in (None, 1.0) and row["hit_at_3"] in (None, 1.0))
 
-def run_conversation(engine, conv:GoldenConversation, rewrite:str="carry", tags_of=None) -> dict:
+def position(turn:int) -> str: return "turn 1" if turn == 1 else "turn 2" if turn == 2 else "turn 3+"
+
+def history_of(turns:list) -> list[tuple[str, str]]:
+    "A conversation's turns so far as the judge reads them: (the question as asked, the answer given) pairs."
+    return [(t.question, getattr(t.answer, "text", "") or "") for t in turns]
+
+def run_conversation(engine, conv:GoldenConversation, rewrite:str="carry", tags_of=None,
+                     judges:list=() # grade each answered turn, shown the turns before it; none: not judged
+                    ) -> dict:
     "Ask every turn of `conv` in one `Conversation`; the per-turn rows and the conversation's verdict."
     talk, rows = Conversation(engine, User("eval", conv.turns[0].user_tags), rewrite=rewrite), []
     for n, item in enumerate(conv.turns, 1):
-        talk.user = User("eval", item.user_tags)
+        talk.user, history = User("eval", item.user_tags), history_of(talk.turns)
         a = talk.ask(item.question)
-        row = dict(turn=n, id=item.id, standalone=(a.conversation or {}).get("standalone"),
-                   rewrite=(a.conversation or {}).get("rewrite"), **score_retrieval(item, a.retrieved),
-                   **check_item(item, a, tags_of), token_f1=token_f1(a.text, item.expected_answer))
+        row, c = item_row(item, a), a.conversation or {}
+        row.update(conversation=conv.id, turn=n, position=position(n), standalone=c.get("standalone"),
+                   rewrite=c.get("rewrite"))
+        row.update(score_retrieval(item, a.retrieved), **check_item(item, a, tags_of),
+                   token_f1=token_f1(a.text, item.expected_answer), **judge_item(list(judges), item, a, history))
         rows.append({**row, "passed": turn_passes(row)})
     first = next((r["turn"] for r in rows if not r["passed"]), None)
     return dict(id=conv.id, split=conv.split, passed=first is None, first_failing_turn=first, turns=rows)
 
 # %% ../../nbs/55e_evals_conversations.ipynb #b5237ee2
-def position(turn:int) -> str: return "turn 1" if turn == 1 else "turn 2" if turn == 2 else "turn 3+"
-
 def by_position(results:list[dict]) -> dict:
-    "hit@3, answered rate (answerable turns), correct refusals, pass rate, token F1 and leaks per turn position."
+    "Per turn position: hit@3, answered rate (answerable turns), correct refusals, passes, token F1, leaks, judge."
     out = {}
     for pos in ("turn 1", "turn 2", "turn 3+"):
         rows = [r for c in results for r in c["turns"] if position(r["turn"]) == pos]
-        vals = lambda k: [r[k] for r in rows if r[k] is not None]
+        vals = lambda k: [r[k] for r in rows if r.get(k) is not None]
         out[pos] = dict(turns=len(rows), hit_at_3=mean(vals("hit_at_3")), answered=mean(vals("answered")),
                         refusal_correct=mean([float(r["outcome"] == "correct_refusal") for r in rows
                                               if r["outcome"] in ("correct_refusal", "false_answer")]),
                         passed=mean([float(r["passed"]) for r in rows]), token_f1=mean(vals("token_f1")),
-                        leaks=sum(r["leaks"] for r in rows))
+                        leaks=sum(r["leaks"] for r in rows), **{m: mean(vals(m)) for m in METRICS},
+                        judge_unscored=sum(bool(r.get("judge_error")) for r in rows))
     conv = dict(conversations=len(results), passed=mean([float(c["passed"]) for c in results]))
     return dict(by_position=out, conversation=conv)
+
+# %% ../../nbs/55e_evals_conversations.ipynb #93f9536e
+def judge_info(judges:list, notes:list, agreement:dict|None, ungated:dict) -> dict:
+    "What a report says of its judges: who, notes on them, their kappa against human labels, metrics not to trust."
+    kappa = {m: agreement["metrics"][m]["kappa"] for m in METRICS} if agreement else None
+    return dict(on=bool(judges), judges=[j.name for j in judges], notes=list(notes), kappa=kappa, ungated=dict(ungated))
+
+def conversations_payload(ctx, path, convs:list[GoldenConversation], results:list[dict], rewrite:str,
+                          split:str|None=None, judge:dict|None=None) -> dict:
+    "The report of one run: its head, what it ran over and how, the figures, each conversation and each turn."
+    s, con = getattr(ctx, "settings", None), getattr(ctx, "con", None)
+    rows = [r for c in results for r in c["turns"]]
+    convs_of = [{**{k: c[k] for k in ("id", "split", "passed", "first_failing_turn")}, "turns": len(c["turns"])}
+                for c in results]
+    leaks = sum(r["leaks"] for r in rows)
+    return dict(**report_head("conversations"), golden_path=str(path),
+                golden_digest=golden_digest([t for c in convs for t in c.turns]), rewrite=rewrite, split=split,
+                profile=getattr(s, "profile", ""), answer_mode=getattr(s, "answer_mode", ""),
+                model=", ".join(sorted({r["model"] for r in rows if r.get("model")})),
+                settings_digest=settings_digest(s),
+                corpus=None if con is None else fingerprint(con), judge=judge or judge_info([], [], None, {}),
+                **by_position(results), leaks=leaks, passed=not leaks,
+                results=convs_of, items=rows, **code_version())
+
+# %% ../../nbs/55e_evals_conversations.ipynb #75c728e4
+@dataclass
+class ConversationsResult:
+    "One run of golden conversations (a `keel.evals.gate.HarnessResult`): its report, written on demand."
+    payload: dict
+    kind = "conversations"
+    @property
+    def passed(self) -> bool: return self.payload["passed"]
+    @property
+    def exit_code(self) -> int: return EXIT_OK if self.passed else EXIT_FAILED
+    def write(self, report_dir:Path|str) -> tuple[Path, ...]:
+        "`conversations-<stamp>.json` and `latest-conversations.json` in `report_dir`."
+        text = json.dumps(self.payload, indent=1, ensure_ascii=False, default=str)
+        return write_report_files(report_dir, self.kind, self.payload["stamp"], dict(json=text))
+
+def run_conversations(ctx, path, convs:list[GoldenConversation], rewrite:str="auto", judges:list=(),
+                      judge:dict|None=None, # `judge_info` of the judges
+                      split:str|None=None) -> ConversationsResult:
+    "Every conversation through the context's answer engine, each turn scored (and judged, with its history)."
+    tags_of = chunk_tags(getattr(ctx, "con", None))
+    results = [run_conversation(ctx.answer_engine, c, rewrite, tags_of, judges) for c in convs]
+    return ConversationsResult(conversations_payload(ctx, path, convs, results, rewrite, split, judge))
 
 # %% ../../nbs/55e_evals_conversations.ipynb #0fa97884
 def _parser():
     from keel.command import command_parser, add_settings_options
-    p = command_parser("keel eval conversations", "Golden conversations: every turn scored, by turn position.")
+    p = command_parser("keel eval conversations", "Golden conversations: every turn scored, by turn position.",
+                       epilog="exit codes: 0 no turn leaked, 1 a turn leaked, 2 invalid input, 3 model unavailable")
     p.add_argument("golden", nargs="?", default="golden/conversations.yaml")
     p.add_argument("--rewrite", choices=["auto", "model", "carry", "none"], default="auto")
     p.add_argument("--split", choices=["tune", "heldout"], default=None)
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--judge", action="store_true",
+                   help="grade every answered turn with the judge, shown the turns before it (slow on a small CPU)")
+    p.add_argument("--report-dir", default="reports",
+                   help="where conversations-<stamp>.json and latest-conversations.json are written")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
     return add_settings_options(p)
 
 def conversations_text(res:dict) -> str:
-    "The per-position figures and failing conversations as text."
+    "The per-position figures (with the judge's when judged) and failing conversations as text."
     f = lambda v: "-" if v is None else f"{v:.2f}"
+    judged = lambda v: "".join(f", {m} {f(v[m])}" for m in METRICS if v.get(m) is not None)
     out = [f"{k}: turns {v['turns']}, hit@3 {f(v['hit_at_3'])}, answered {f(v['answered'])}, "
-           f"passed {f(v['passed'])}, leaks {v['leaks']}" for k, v in res["by_position"].items()]
+           f"passed {f(v['passed'])}, leaks {v['leaks']}{judged(v)}" for k, v in res["by_position"].items()]
     out.append(f"conversations passed {f(res['conversation']['passed'])} of {res['conversation']['conversations']}")
+    j = res.get("judge") or {}
+    out += [f"judge: {w}" for w in sorted(set((j.get("ungated") or {}).values()))] if j.get("on") else []
     return "\n".join(out
                      + [f"FAIL {c['id']} at turn {c['first_failing_turn']}" for c in res["results"] if not c["passed"]])
 
 # %% ../../nbs/55e_evals_conversations.ipynb #19d88fd7
 def cli(argv:list[str], make_ctx) -> int:
-    "`keel eval conversations`: 0 no leak, 1 a turn leaked, 2 invalid input."
-    import json
+    "`keel eval conversations`: 0 no leak, 1 a turn leaked, 2 invalid input, 3 model unavailable."
     from keel.command import run_command, settings_overrides
-    from keel.evals.run import chunk_tags
     def body(a):
         convs = [c for c in load_conversations(a.golden) if a.split in (None, c.split)]
+        if not convs: raise InputError(f"{a.golden}: no conversation in split {a.split}", fix="leave --split out")
         ctx = make_ctx(**settings_overrides(a))
-        results = [run_conversation(ctx.answer_engine, c, a.rewrite, chunk_tags(ctx.con)) for c in convs]
-        res = {**by_position(results), "results": results}
-        print(json.dumps(res, indent=1, default=str) if a.json else conversations_text(res))
-        return 1 if any(v["leaks"] for v in res["by_position"].values()) else 0
+        j = run_judges(ctx, a.judge, Path(a.golden).parent/"judge_labels.yaml", Path(a.report_dir))
+        res = run_conversations(ctx, a.golden, convs, a.rewrite, j[0], judge_info(*j), a.split)
+        path = res.write(a.report_dir)[0]
+        print(json.dumps(res.payload, indent=1, default=str) if a.json
+              else f"{conversations_text(res.payload)}\nreport: {path}")
+        return res.exit_code
     return run_command(_parser(), argv, body)

@@ -17,9 +17,9 @@ from ..stats import cohen_kappa
 from ..command import with_progress
 
 # %% auto #0
-__all__ = ['METRICS', 'JUDGE_SCHEMA', 'JUDGE_INSTRUCTIONS', 'LABEL_FIELDS', 'fold_score', 'parse_verdict', 'material',
-           'JudgeVerdict', 'Judge', 'endpoint_permitted', 'combine_verdicts', 'second_judge', 'load_judge_labels',
-           'judge_agreement']
+__all__ = ['METRICS', 'JUDGE_SCHEMA', 'JUDGE_INSTRUCTIONS', 'HISTORY_NOTE', 'LABEL_FIELDS', 'fold_score', 'parse_verdict',
+           'material', 'judge_instructions', 'earlier_turns', 'JudgeVerdict', 'Judge', 'endpoint_permitted',
+           'combine_verdicts', 'second_judge', 'load_judge_labels', 'judge_agreement']
 
 # %% ../../nbs/54_evals_judge.ipynb #513bdd6b
 def fold_score(v) -> float|None:
@@ -86,11 +86,38 @@ groundedness, relevance_reason, relevance, correctness_reason, correctness."""
 def _neutral(s:str) -> str: return re.sub(r"</?\s*material\s*>",
                                           lambda m: m[0].replace("<", "&lt;").replace(">", "&gt;"), str(s), flags=re.I)
 
-def material(question:str, answer:str, contexts:list[str], reference:str, max_chars:int=1200) -> str:
-    "The `<material>` block the judge grades, each passage cut to `max_chars`."
+def material(question:str, answer:str, contexts:list[str], reference:str, max_chars:int=1200,
+             history:list|None=None # a conversation's earlier turns, (question, answer) pairs (`earlier_turns`)
+            ) -> str:
+    "The `<material>` block the judge grades, each passage cut to `max_chars`; a conversation's earlier turns first."
     ps = "\n".join(f"[{i}] {_neutral(c)[:max_chars]}" for i, c in enumerate(contexts, 1)) or "(no passages)"
-    return (f"<material>\nQUESTION: {_neutral(question)}\nPASSAGES:\n{ps}\n"
+    q = (f"{earlier_turns(history)}\nQUESTION (turn {len(history) + 1}, the one graded): " if history
+         else "QUESTION: ") + _neutral(question)
+    return (f"<material>\n{q}\nPASSAGES:\n{ps}\n"
             f"REFERENCE ANSWER: {_neutral(reference)}\nANSWER UNDER REVIEW: {_neutral(answer)}\n</material>")
+
+# %% ../../nbs/54_evals_judge.ipynb #1ea50b4e
+HISTORY_NOTE = ("When the material opens with EARLIER TURNS, they are the conversation so far and only context: "
+                "read the question in their light (a follow-up such as \"and who approves that?\" refers to them), "
+                "grade only the answer under review, and count only the passages as support (an earlier answer is "
+                "not evidence).")
+
+def judge_instructions(history:bool=False) -> str:
+    "The judge's instructions: `JUDGE_INSTRUCTIONS`, with `HISTORY_NOTE` after its second sentence for a conversation."
+    if not history: return JUDGE_INSTRUCTIONS
+    head, sep, tail = JUDGE_INSTRUCTIONS.partition("whatever it says.\n")
+    return f"{head}{sep}{HISTORY_NOTE}\n{tail}"
+
+def earlier_turns(history:list, # (question, answer) pairs, oldest first
+                  max_chars:int=600, # each earlier answer cut to this
+                  max_turns:int=4) -> str: # only the last ones are shown, numbered as they were asked
+    "A conversation's earlier turns as the judge reads them, under a heading that marks them as context."
+    start, one = max(0, len(history) - max_turns), lambda s: _neutral(" ".join(str(s or "").split()))
+    lines = ["EARLIER TURNS (the conversation so far: context for the question, not graded):"]
+    if start: lines.append(f"(turns 1 to {start} left out)")
+    for n, (q, a) in enumerate(history[start:], start + 1):
+        lines += [f"[turn {n}] QUESTION: {one(q)}", f"[turn {n}] ANSWER: {one(a)[:max_chars]}"]
+    return "\n".join(lines)
 
 # %% ../../nbs/54_evals_judge.ipynb #bfc2f00c
 @dataclass
@@ -144,9 +171,12 @@ def ask(self:Judge, mat:str, # the `<material>` block to grade
     return None, raw, f"unparseable after a retry: {why}"
 
 @patch
-def score(self:Judge, question:str, answer_text:str, contexts:list[str], reference:str) -> JudgeVerdict:
+def score(self:Judge, question:str, answer_text:str, contexts:list[str], reference:str,
+          history:list|None=None # a conversation's earlier turns, (question, answer) pairs: context, not graded
+         ) -> JudgeVerdict:
     "Grade one answer; one retry on an unparseable reply, then an unscored verdict with the error."
-    got, raw, err = self.ask(material(question, answer_text, contexts, reference), parse_verdict)
+    mat = material(question, answer_text, contexts, reference, history=history)
+    got, raw, err = self.ask(mat, parse_verdict, judge_instructions(bool(history)))
     if err: return JudgeVerdict(raw=raw, error=err, judge=self.name)
     return JudgeVerdict(**got[0], reasons=got[1], raw=raw, judge=self.name)
 

@@ -123,7 +123,9 @@ def check_item(item:GoldenItem, ans:Answer, tags_of=None) -> dict:
                 leaks=len(leaks), leak_details=leaks)
 
 # %% ../../nbs/55_evals_run.ipynb #7b602b39
-def judge_item(judges:list[Judge], item:GoldenItem, ans:Answer) -> dict:
+def judge_item(judges:list[Judge], item:GoldenItem, ans:Answer,
+               history:list|None=None # a conversation's earlier (question, answer) turns, shown to the judge
+              ) -> dict:
     "Judge scores (0..1 or None), one-line reasons, raw replies and error for one answer."
     out = dict(groundedness=None, relevance=None, correctness=None, judge_reasons={}, judge_raw=[], judge_error=None,
                judge_ms=0.0)
@@ -133,7 +135,8 @@ def judge_item(judges:list[Judge], item:GoldenItem, ans:Answer) -> dict:
         out["judge_reasons"] = {m: why for m in METRICS}
         return out
     t0 = time.perf_counter()
-    vs = [j.score(item.question, ans.text, [h.text for h in ans.retrieved], item.expected_answer) for j in judges]
+    vs = [j.score(item.question, ans.text, [h.text for h in ans.retrieved], item.expected_answer, history=history)
+          for j in judges]
     v = vs[0] if len(vs) == 1 else combine_verdicts(vs)
     out.update({m: getattr(v, m) for m in METRICS}, judge_reasons=v.reasons, judge_raw=v.raw, judge_error=v.error,
                judge_ms=(time.perf_counter() - t0) * 1000)
