@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 # %% auto #0
-__all__ = ['CITE_MARK', 'THRESHOLDS', 'terms', 'sentences', 'figure_mentions', 'figures', 'names', 'words', 'coverage',
+__all__ = ['CITE_MARK', 'UNITS', 'THRESHOLDS', 'terms', 'sentences', 'figure_mentions', 'figures', 'names', 'words', 'coverage',
            'statements', 'context', 'stated', 'missing', 'Thresholds', 'supports', 'answer_sentences', 'Attributed',
            'attribute', 'rebuild']
 
@@ -98,14 +98,14 @@ def statements(text:str) -> list[str]:
     flush()
     return out
 
-_UNITS = set(terms("day days week weeks month months year years hour hours minute minutes second seconds business "
-                   "working calendar per cent percent dollar dollars within least most more less than up after before "
-                   "about over under"))
+UNITS = set(terms("day days week weeks month months year years hour hours minute minutes second seconds business "
+                  "working calendar per cent percent dollar dollars within least most more less than up after before "
+                  "about over under"))   # what a figure is counted in
 
 def context(text:str) -> set[str]:
     "The content words of `text` that are neither figures nor units: what its figures are about."
     return {t for t in terms(CITE_MARK.sub(" ", text)) if not re.search(r"\d", t) and t not in _NUM_WORDS
-            and t not in _UNITS}
+            and t not in UNITS}
 
 def stated(figure:str, # a normalised figure (`figures`)
            sentence:str, # the answer sentence that gives it

@@ -275,8 +275,9 @@ def _ground(self:AnswerEngine, text:str, question:str, hits:list[ChunkHit], loop
            ) -> tuple[str, list[Citation], bool, str]:
     "Keep the supported sentences of `text` with their supporting citations, or fall back to the extractive answer."
     text, _ = resolve_citations(text, hits)
-    atts = attribute(text, [h.text for h in hits], *self.vectors(hits))
-    for c in mark(atts, [h.text for h in hits], question):   # a contradicted sentence is not supported: dropped
+    passages = [h.text for h in hits]
+    atts = attribute(text, passages, *self.vectors(hits))
+    for c in mark(atts, passages, question):   # a contradicted sentence is not supported: dropped
         if c and found is not None: found.append(dict(kind=c.kind, chunk_id=hits[c.passage - 1].chunk_id))
     new, how = rebuild(atts)
     if new and not yes_no(question) and says_nothing(question, new):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from ..answer.attribution import attribute, supports, missing
-from ..answer.contradiction import contradiction
+from ..answer.contradiction import mark
 
 # %% auto #0
 __all__ = ['normalize_answer', 'token_f1', 'answer_recall', 'sentence_support', 'groundedness', 'grounding_agreement',
@@ -54,13 +54,14 @@ def sentence_support(text:str, # the answer, with its [n] markers
                     ) -> list[dict]:
     "Per answer sentence: its cited passages, which support it, its figures and names in none, and any contradiction."
     out = []
-    for a in attribute(text, passages, embed, passage_vecs):
+    atts = attribute(text, passages, embed, passage_vecs)
+    mark(atts, passages, question)
+    for a in atts:
         cited = [n for n in (a.written or citations or range(1, len(passages) + 1)) if 1 <= n <= len(passages)]
         ok = [n for n in cited if supports(a.coverage[n - 1], a.cosine[n - 1])]
         miss = missing(a.text, [passages[n - 1] for n in cited])
-        c = contradiction(a.text, passages, question)
-        out.append(dict(sentence=a.text, cited=cited, supported_by=ok, missing=miss, contradicted=str(c) if c else "",
-                        supported=bool(ok) and not miss and not c))
+        out.append(dict(sentence=a.text, cited=cited, supported_by=ok, missing=miss, contradicted=a.contradicted,
+                        supported=bool(ok) and not miss and not a.contradicted))
     return out
 
 # %% ../../nbs/54a_evals_grounding.ipynb #50ffa313
