@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 from keel.config import load_settings
 from keel.factory import build_context
 from keel.evals.conversations import load_conversations, run_conversation, by_position
-from keel.evals.run import chunk_tags
+from keel.evals.score import chunk_tags
 
 
 def deployment(d:Path):

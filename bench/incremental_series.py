@@ -181,7 +181,7 @@ def compare(inc, full) -> dict:
     carried = {r["id"] for r in inc.items if r.get("carried_from")}
     missed = sum((r.get("model_calls") or 0) - (r.get("cache_hits") or 0) for r in full.items if r["id"] in carried)
     regs = lambda res: sorted(r.metric for r in res.regressions)
-    return dict(verdict_equal=inc.gate_passed == full.gate_passed and regs(inc) == regs(full),
+    return dict(verdict_equal=inc.passed == full.passed and regs(inc) == regs(full),
                 rows_equal=not diff, differing=diff, carried_not_served=missed)
 
 
@@ -219,7 +219,7 @@ class Series:
         since = inc.payload.get("since") or {}
         return dict(step=name, documents=changes, items=len(inc.items), rerun=since.get("rerun", len(inc.items)),
                     reasons=since.get("reasons", {"first run": len(inc.items)}), inc_s=round(t_inc, 2),
-                    full_s=round(t_full, 2), inc_passed=inc.gate_passed, full_passed=full.gate_passed,
+                    full_s=round(t_full, 2), inc_passed=inc.passed, full_passed=full.passed,
                     inc_calls=calls(inc), full_calls=calls(full), **compare(inc, full))
 
 

@@ -60,7 +60,7 @@ def ctx(self:GoldenSession):
 def tags_of(self:GoldenSession):
     "A chunk's access tags as the database records them: what the leak check reads."
     if self._tags is None:
-        from keel.evals.run import chunk_tags
+        from keel.evals.score import chunk_tags
         self._tags = chunk_tags(self.ctx.con)
     return self._tags
 
@@ -146,7 +146,7 @@ class GoldenTest(pytest.Item):
 
     def runtest(self):
         "Ask the item and fail with the golden message when a check fails."
-        from keel.evals.run import ask_item
+        from keel.evals.score import ask_item
         from keel.evals.verdict import item_failures, failure_message, rubric_notes
         s = _session(self.config)
         plan = s.plan
@@ -217,7 +217,7 @@ def assert_answer(question:str, # asked as a user with `user`'s tags
                   config=None): # pytest's config, when called outside a test with the plugin
     "Ask a question through the answer engine; raise `AssertionError` with the golden message when a check fails."
     import dataclasses, warnings
-    from keel.evals.run import ask_item
+    from keel.evals.score import ask_item
     from keel.evals.verdict import item_failures, failure_message
     session = _session(config or _ACTIVE["config"])
     if ctx is not None: session, session._ctx = GoldenSession(session.config, session.gs), ctx

@@ -99,8 +99,12 @@ def test_a_large_deliberate_change_is_significant_and_exits_1(runs, tmp_path):
         for r in p["items"]:
             if r["id"] in hit: r.update(must_include_pass=0.0, answer="I could not find it.")
     b = edited(runs["a"], tmp_path/"worse.json", worse)
-    code, out, err, c = compare(runs["a"], b, "--html", tmp_path/"c.html", "--markdown", tmp_path/"c.md")
+    code, out, err, c = compare(runs["a"], b, "--html", tmp_path/"c.html", "--markdown", tmp_path/"c.md",
+                                "--report-dir", tmp_path/"reports")
     assert code == 1, (out, err)
+    stamped = json.loads(next((tmp_path/"reports").glob("compare-*.json")).read_text())   # the harness's own files
+    assert stamped["kind"] == "keel-eval-compare" and stamped["worse"] == c["worse"]
+    assert (tmp_path/"reports"/"latest-compare.md").read_text() == (tmp_path/"c.md").read_text()
     assert set(c["worse"]) == {"pass", "must_include"} and "overall: B is worse than A on pass, must_include" in out
     t, pairs = table(runs["a"], b, lambda r: r["must_include_pass"])
     m = {x["metric"]: x for x in c["metrics"]}["must_include"]

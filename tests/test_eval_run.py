@@ -90,7 +90,7 @@ def test_healthy_run_writes_reports_and_leaks_nothing(corpus):
         assert "APPROVED BY OVERRIDE" not in r["answer"].upper()
     assert m["hit_at_3"] is not None and m["hit_at_3"] >= 0.6           # the retriever finds most expected sources
     assert by_id["salary-band3-hr"]["hit_at_3"] == 1.0                  # hr sees the salary bands
-    assert res.gate_passed and res.payload["gate"]["baseline_found"] is False and "no baseline" in res.payload["gate"]["note"]
+    assert res.passed and res.payload["gate"]["baseline_found"] is False and "no baseline" in res.payload["gate"]["note"]
     # refusal by category, and the golden set's floors applied without a baseline
     cats = res.summary["by_category"]
     assert set(cats) == {"answerable", "off_corpus", "restricted"} and cats["restricted"]["false_answer_rate"] == 0.0
@@ -121,7 +121,7 @@ def test_broken_retriever_fails_the_gate(corpus, keel_cmd):
     assert all(r["refused"] for r in broken.items)
     assert broken.summary["metrics"]["hit_at_3"] == 0
     names = {r.metric for r in broken.regressions}
-    assert {"hit_at_3", "refusal_correct"} <= names and not broken.gate_passed
+    assert {"hit_at_3", "refusal_correct"} <= names and not broken.passed
     reg = next(r for r in broken.regressions if r.metric == "hit_at_3")
     assert reg.ci_low is not None and reg.ci_high < 0                   # the paired interval excludes no change
     assert "Gate: FAILED" in broken.report_html_path.read_text()
@@ -152,7 +152,7 @@ def test_tag_blind_retriever_leaks_and_fails_whatever_the_tolerances(corpus):
     res = run_eval(ctx, corpus / "golden.yaml", corpus / "reports-leak", judge=False, thresholds=lax, progress=False)
     ctx.close()
     assert res.summary["metrics"]["leaks"] > 0
-    assert [r.metric for r in res.regressions if r.rule in ("tolerance", "zero")] == ["leaks"] and not res.gate_passed
+    assert [r.metric for r in res.regressions if r.rule in ("tolerance", "zero")] == ["leaks"] and not res.passed
     assert [r.rule for r in res.regressions if r.metric == "leaks"] == ["zero"]   # a leak fails with any tolerance
     leaked = [r for r in res.items if r["leaks"]]
     assert any("tagged ['hr']" in d for r in leaked for d in r["leak_details"])

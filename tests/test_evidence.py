@@ -17,7 +17,8 @@ from keel.providers.base import allowed
 from keel.answer.types import User, KINDS
 from keel.answer.prompts import EVIDENCE
 from keel.evals.golden import load_golden
-from keel.evals.run import run_eval, chunk_tags, find_strings
+from keel.evals.run import run_eval
+from keel.evals.score import chunk_tags, find_strings
 from keel.evals.report import render_report
 
 ROOT = Path(__file__).resolve().parent.parent

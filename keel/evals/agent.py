@@ -21,7 +21,7 @@ from .checkpoint import Checkpoint, code_version
 from .gate import (Gate, Regression, describe, read_report, load_baseline, check_same, default_baseline_path,
                              promote, report_head, latest_name)
 from .report import report_page, esc, fmt, write_run_files, cost_line
-from .run import cost_of
+from .score import cost_of
 
 # %% auto #0
 __all__ = ['EXPECT', 'TASK_KEYS', 'FILE_KEYS', 'RUN_KEYS', 'AGENT_TOLERANCES', 'AGENT_LOWER_IS_BETTER', 'METHODOLOGY',

@@ -464,9 +464,9 @@ def _read(path, what:str) -> bytes|None:
 
 def _ledger_rows(path) -> list|None:
     if path is None: return None
-    from keel.safety.ledger import _file_rows
+    from keel.safety.ledger import file_rows
     _read(path, "ledger export")
-    return list(_file_rows(path))
+    return list(file_rows(path))
 
 def _json_file(path, what:str) -> dict|None:
     b = _read(path, what)

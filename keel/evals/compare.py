@@ -23,7 +23,7 @@ __all__ = ['RUN_OUTCOMES', 'AGENT_OUTCOMES', 'ROBUSTNESS_OUTCOMES', 'CONVERSATIO
            'metric_verdict', 'power_words', 'config_diff', 'sources_of', 'retrieval_change', 'flipped_items',
            'rubric_outcomes', 'select_outcomes', 'overall_verdict', 'compare_runs', 'metric_rows', 'flip_rows',
            'config_lines', 'items_line', 'flip_words', 'format_text', 'format_markdown', 'format_html', 'format_json',
-           'cli']
+           'CompareResult', 'cli']
 
 # %% ../../nbs/56a_evals_compare.ipynb #f9d90395
 @dataclass(frozen=True)
@@ -621,6 +621,23 @@ def format_json(c:dict) -> str:
     "The comparison as JSON."
     return json.dumps(c, indent=1, ensure_ascii=False, default=str) + "\n"
 
+# %% ../../nbs/56a_evals_compare.ipynb #6c4b916f
+@dataclass
+class CompareResult:
+    "Two runs compared (a `keel.evals.gate.HarnessResult`): passed unless B is significantly worse than A."
+    payload: dict                 # `compare_runs`'s comparison
+    json_path: Path|None = None
+    markdown_path: Path|None = None
+    kind = "compare"
+    @property
+    def passed(self) -> bool: return not self.payload["worse"]
+    def write(self, report_dir:Path|str) -> tuple[Path, Path]:
+        "Write `compare-<stamp>.json/.md` and `latest-compare.*` in `report_dir`; return the stamped paths."
+        files = dict(json=format_json(self.payload), md=format_markdown(self.payload))
+        self.json_path, self.markdown_path = gate.write_report_files(
+            report_dir, "compare", self.payload["stamp"], files)
+        return self.json_path, self.markdown_path
+
 # %% ../../nbs/56a_evals_compare.ipynb #cad3d430
 def _parser() -> argparse.ArgumentParser:
     p = command_parser("keel eval compare", "Compare two runs item by item: which items flipped, whether the "
@@ -636,6 +653,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-different-golden", action="store_true",
                    help="compare runs of different golden sets over the items they share, matched by id")
     for f in ("markdown", "html", "json"): p.add_argument(f"--{f}", type=Path, metavar="FILE", help=f"write {f} here")
+    p.add_argument("--report-dir", type=Path, metavar="DIR",
+                   help="write compare-<stamp>.json and .md, and latest-compare.*, in DIR")
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and the randomisation test (0)")
     return p
 
@@ -650,11 +669,16 @@ def _run(a) -> int:
     if not 0 < a.alpha < 1: raise InputError(f"--alpha {a.alpha} is not between 0 and 1", fix="e.g. --alpha 0.05")
     ra, rb = read_report(a.a, "A"), read_report(a.b, "B")
     names = [m.strip() for m in (a.metric or "").split(",") if m.strip()] or None
-    c = compare_runs(ra, rb, names, a.alpha, a.allow_different_golden, (a.a, a.b), a.seed)
-    print(format_text(c))
+    res = CompareResult(compare_runs(ra, rb, names, a.alpha, a.allow_different_golden, (a.a, a.b), a.seed))
+    print(format_text(res.payload))
     for path, render in ((a.markdown, format_markdown), (a.html, format_html), (a.json, format_json)):
-        if path: _write(path, render(c)); print(f"wrote {path}")
-    return EXIT_FAILED if c["worse"] else EXIT_OK
+        if path: _write(path, render(res.payload)); print(f"wrote {path}")
+    if a.report_dir:
+        try: print("wrote " + ", ".join(map(str, res.write(a.report_dir))))
+        except OSError as e:
+            raise InputError(f"cannot write reports in {a.report_dir}: {e.strerror or e}",
+                             fix="pass a writable --report-dir") from None
+    return EXIT_OK if res.passed else EXIT_FAILED
 
 def cli(argv:list[str], # arguments after `keel eval compare`
         make_ctx=None # unused: a comparison reads two files and needs no deployment

@@ -13,7 +13,7 @@ from ..db import fingerprint
 from ..answer.types import User
 from ..answer.conversation import Conversation
 from .golden import GoldenItem, parse_item, golden_digest
-from .run import score_retrieval, check_item, item_row, judge_item, chunk_tags, run_judges
+from .score import score_retrieval, check_item, item_row, judge_item, chunk_tags, run_judges
 from .judge import METRICS
 from .grounding import token_f1
 from .gate import report_head, write_report_files

@@ -12,7 +12,7 @@ import yaml
 from ..errors import InputError, KeelError, ModelError, AirgapViolation, EXIT_OK, EXIT_FAILED
 from ..providers.base import ChatMessage
 from ..command import command_parser, run_command
-from .judge import _json_object
+from .judge import json_object
 
 # %% auto #0
 __all__ = ['DRAFT_SCHEMA', 'MIN_WORDS', 'GOOD_WORDS', 'draft_prompt', 'draft_problem', 'parse_draft', 'ask_draft', 'skip_reasons',
@@ -31,7 +31,7 @@ def draft_prompt(title:str, heading:str, text:str) -> str:
 def draft_problem(reply:str, text:str) -> tuple[dict|None, str|None]:
     "(the {question, answer} draft, None) from a model reply, or (None, why it is unusable)."
     if not reply.strip(): return None, "no reply"
-    try: d = _json_object(reply)
+    try: d = json_object(reply)
     except ValueError: return None, "not a JSON object"
     q, a = (" ".join(str(d.get(k) or "").split()) for k in ("question", "answer"))
     if len(q) < 8 or not q.endswith("?"): return None, "no question ending in ?"

@@ -17,9 +17,9 @@ from ..stats import cohen_kappa
 from ..command import with_progress
 
 # %% auto #0
-__all__ = ['METRICS', 'JUDGE_SCHEMA', 'JUDGE_INSTRUCTIONS', 'HISTORY_NOTE', 'LABEL_FIELDS', 'fold_score', 'parse_verdict',
-           'material', 'judge_instructions', 'earlier_turns', 'JudgeVerdict', 'Judge', 'endpoint_permitted',
-           'combine_verdicts', 'second_judge', 'load_judge_labels', 'judge_agreement']
+__all__ = ['METRICS', 'JUDGE_SCHEMA', 'JUDGE_INSTRUCTIONS', 'HISTORY_NOTE', 'LABEL_FIELDS', 'fold_score', 'json_object',
+           'parse_verdict', 'material', 'judge_instructions', 'earlier_turns', 'JudgeVerdict', 'Judge',
+           'endpoint_permitted', 'combine_verdicts', 'second_judge', 'load_judge_labels', 'judge_agreement']
 
 # %% ../../nbs/54_evals_judge.ipynb #513bdd6b
 def fold_score(v) -> float|None:
@@ -45,7 +45,7 @@ JUDGE_SCHEMA = {"type": "object", "additionalProperties": False,
                                for m in METRICS for k in (f"{m}_reason", m)}}
 
 # %% ../../nbs/54_evals_judge.ipynb #f4700eb9
-def _json_object(text:str) -> dict:
+def json_object(text:str) -> dict:
     "The first JSON object in `text`, fenced or not."
     t = (text or "").strip()
     m = re.search(r"```(?:json)?\s*(.*?)```", t, re.S)
@@ -62,7 +62,7 @@ def _json_object(text:str) -> dict:
 # %% ../../nbs/54_evals_judge.ipynb #72b589c7
 def parse_verdict(text:str) -> tuple[dict, dict]:
     "Scores (folded to 0..1) and one-line reasons from a judge reply; `ValueError` if unusable."
-    obj = _json_object(text)
+    obj = json_object(text)
     scores, reasons = {}, {}
     for m in METRICS:
         if m not in obj: raise ValueError(f"{m} is missing")

@@ -8,13 +8,16 @@ import dataclasses, html, json
 from pathlib import Path
 from ..stats import bootstrap_interval
 from .checkpoint import code_version
-from .gate import report_head, latest_name
+from .gate import report_head, latest_name, describe, KAPPA_BAR
 from .core import RATES, COSTS, item_value, settings_digest
+from .verdict import check_line, check_counts
+from .rubrics import rubric_lines
+from .since import run_lines
 
 # %% auto #0
-__all__ = ['METHODOLOGY', 'GROUPS', 'CSS', 'TREND_METRICS', 'build_payload', 'write_run_files', 'write_report', 'metric_groups',
-           'report_page', 'esc', 'fmt', 'cost_line', 'render_report', 'mean_interval', 'scorecard', 'runs_frame',
-           'trend_figure']
+__all__ = ['METHODOLOGY', 'GROUPS', 'CSS', 'HEADLINE', 'TREND_METRICS', 'build_payload', 'write_run_files', 'write_report',
+           'metric_groups', 'report_page', 'esc', 'fmt', 'cost_line', 'render_report', 'headline', 'category_lines',
+           'floor_lines', 'gate_lines', 'print_result', 'mean_interval', 'scorecard', 'runs_frame', 'trend_figure']
 
 # %% ../../nbs/56_evals_report.ipynb #bc0b6cff
 METHODOLOGY = [
@@ -400,6 +403,83 @@ def render_report(payload:dict) -> str:
     return report_page(f"Keel evaluation {p['stamp']}",
                 f"<h1>Keel evaluation</h1>{_header(p)}{_since(p)}{warn}<h2>Gate</h2>{_gate(p)}<h2>Summary</h2>{summary}"
                 f"<h2>Items</h2>{items}<h2>Methodology</h2><ul>{meth}</ul>")
+
+# %% ../../nbs/56_evals_report.ipynb #da026f21
+HEADLINE = ("hit_at_3", "mrr", "context_recall", "refusal_correct", "false_refusal_rate", "false_answer_rate",
+            "answered", "evidence_rate", "evidence_hit", "helpful_rate",
+            "must_include", "must_not_include", "citation_valid", "leaks", "token_f1", "answer_recall",
+            "supported_sentences", "unsupported_figures", "contradicted_sentences", "model_cited", "groundedness",
+            "relevance", "correctness",
+            "judge_unscored", "latency_p50_ms", "latency_p95_ms")
+
+# %% ../../nbs/56_evals_report.ipynb #56c2c2ce
+def headline(m:dict, unreliable:dict, kappa_bar:float=KAPPA_BAR) -> str:
+    "The one-line summary; a metric that disagrees with people reads `UNRELIABLE` with its kappa, never as a number."
+    def one(k):
+        v = "—" if m.get(k) is None else (round(m[k], 3) if isinstance(m[k], float) else m[k])
+        if k not in unreliable or m.get(k) is None: return f"{k} {v}"
+        kap = "unmeasured" if unreliable[k] is None else f"{unreliable[k]:.2f}"
+        return f"{k} {v} (UNRELIABLE: kappa {kap} < {kappa_bar})"
+    return ", ".join(one(k) for k in HEADLINE if k in m)
+
+# %% ../../nbs/56_evals_report.ipynb #9e75e991
+def category_lines(summary:dict) -> list[str]:
+    "The three kinds per category: answered, evidence, refused, the category's error, evidence hits and helpfulness."
+    pc = lambda x: "—" if x is None else f"{x:.0%}"
+    out = []
+    for c, v in summary.get("by_category", {}).items():
+        err, rate = ("false refusals", v["false_refusal_rate"]) if c == "answerable" else (
+            "false answers", v["false_answer_rate"])
+        p50 = "—" if v["answerability_p50"] is None else f"{v['answerability_p50']:.2f}"
+        kinds = (f"{v['answered']:>3} answered, {v['evidence']:>3} evidence, " if "evidence" in v else "")
+        helped = (f", evidence hit {pc(v.get('evidence_hit'))}, helpful {pc(v.get('helpful_rate'))}"
+                  if c == "answerable" and "evidence" in v else "")
+        out.append(f"  {c:<11} {v['n']:>3} items, {kinds}{v['refused']:>3} refused, {err} {pc(rate)}{helped} "
+                   f"(answerability p50 {p50})")
+    return ["outcomes by category:", *out] if out else []
+
+# %% ../../nbs/56_evals_report.ipynb #0f7fe31e
+def floor_lines(gate:dict) -> list[str]:
+    "One line per floor the golden set declares, with its verdict."
+    def verdict(f):
+        if f["passed"] is None: return "not applicable (no such items)"
+        return f"{round(f['current'], 3)} {'ok' if f['passed'] else 'FAILED'}"
+    return [f"floor: {f['metric']} {f['direction']} {f['bound']}: {verdict(f)}" for f in gate.get("floors", [])]
+
+def gate_lines(res # a golden run's `EvalResult`
+              ) -> list[str]:
+    "The tolerances against the baseline, the regressions and the gate's verdict."
+    g, ungated = res.payload["gate"], (res.payload.get("judge") or {}).get("ungated") or {}
+    regs = [f"regression: {describe(r)}" for r in res.regressions if r.rule != "floor"]
+    if not g["baseline_found"]:
+        gated = tuple(n for n, i in ((res.payload.get("judge") or {}).get("rubrics") or {}).items() if i.get("gated"))
+        failed = len(res.items) - check_counts(res.items, gated)[0]
+        note = f"; {failed} of {len(res.items)} items failed their checks, not gated without one" if failed else ""
+        return [f"gate: passed (no baseline at {g['baseline_path']}{note})" if res.passed else "gate: FAILED",
+                *regs]
+    tol = ", ".join(f"{k} {v}" for k, v in g["thresholds"].items() if v is not None and k not in ungated)
+    if g.get("significant_only"):
+        tol += " (a drop past its tolerance counts only when its 95% interval is wholly worse)"
+    verdict = "gate: passed" if res.passed else "gate: FAILED on " + ", ".join(r.metric for r in res.regressions)
+    return [f"tolerances against the baseline: {tol}", *regs, verdict]
+
+# %% ../../nbs/56_evals_report.ipynb #71c9da21
+def print_result(res # a golden run's `EvalResult` (`keel.evals.run.run_eval`)
+                ):
+    "Headline metrics, producers, refusal by category, floors, the gate and its regressions, and the report paths."
+    m, j = res.summary["metrics"], res.payload.get("judge") or {}
+    print(f"{res.summary['n']} items: " + headline(m, j.get("unreliable") or {}, j.get("kappa_bar", KAPPA_BAR)))
+    if res.summary.get("produced_by"):
+        print("produced by: " + ", ".join(f"{k} {v}" for k, v in res.summary["produced_by"].items()))
+    if res.summary.get("kinds"): print("kinds: " + ", ".join(f"{k} {v}" for k, v in res.summary["kinds"].items()))
+    if cost_line(res.summary.get("cost")): print(cost_line(res.summary["cost"]))
+    print("\n".join(category_lines(res.summary)))
+    rubrics = j.get("rubrics") or {}
+    for line in rubric_lines(m, rubrics): print(line)
+    print(check_line(res.items, tuple(n for n, i in rubrics.items() if i["gated"])))
+    for line in floor_lines(res.payload["gate"]) + gate_lines(res): print(line)
+    for line in run_lines(res.payload): print(line)
+    print(f"report: {res.report_html_path}\njson: {res.report_json_path}")
 
 # %% ../../nbs/56_evals_report.ipynb #36dd24b0
 def mean_interval(rows:list[dict], metric:str, n:int=1000, seed:int=0) -> tuple[float|None, float|None]:

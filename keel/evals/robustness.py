@@ -16,6 +16,7 @@ from ..stats import mean, paired_bootstrap
 from .golden import GoldenItem, GoldenSet, read_golden_set, golden_digest, ROBUSTNESS_GATES
 from .gate import Gate, FloorCheck, report_head, latest_name
 from .checkpoint import Checkpoint, code_version
+from .score import check_item, chunk_tags, cost_of
 
 # %% auto #0
 __all__ = ['FRAMES', 'PLANTS', 'PERTURBATIONS', 'NOISE_RATIOS', 'REWORDINGS', 'PerturbedRetriever', 'ScratchStore', 'engine_for',
@@ -247,7 +248,6 @@ def _shingles(text:str, n:int=8) -> set:
 
 def score_probe(p:Probe, ans:Answer, tags_of) -> dict:
     "The row of one answered probe: the answer, its cited documents and the checks of its perturbation."
-    from keel.evals.run import check_item
     item = dc_replace(p.item, user_tags=p.tags)
     chk, answered = check_item(item, ans, tags_of), ans.kind == "answer"     # evidence neither answers nor refuses
     row = dict(id=p.item.id, perturbation=p.perturbation, param=p.param, question=p.question, tags=list(p.tags),
@@ -434,7 +434,6 @@ class ProbeTask(Task):
     seed: int = 0
     perturbations: tuple = ()
     def setup(self):
-        from keel.evals.run import chunk_tags
         self.ctx = self.workers.context()
         self.pool, self.tags_of, self.store = passage_pool(self.ctx.con), chunk_tags(self.ctx.con), ScratchStore()
     def run(self, item:GoldenItem) -> list[dict]:
@@ -462,7 +461,6 @@ def run_robustness(ctx, # an AppContext (answer_engine, retriever, con, settings
                    ask:bool=True # False: report only the probes the checkpoint holds, asking none (a partial run)
                   ) -> RobustnessResult:
     "Ask the golden set's answerable items clean and perturbed through the answer engine; score, gate, report."
-    from keel.evals.run import chunk_tags, cost_of
     gs = golden if isinstance(golden, GoldenSet) else read_golden_set(golden)
     golden, golden_path = gs.items, gs.path
     items = answerable(golden)[:limit]

@@ -12,7 +12,7 @@ from ..yamlfile import read_yaml
 from ..stats import cohen_kappa, kappa_interval, mean
 from ..command import with_progress
 from .golden import Rubric, RUBRIC_SCALES, GoldenItem
-from .judge import Judge, material, _json_object
+from .judge import Judge, material, json_object
 from .gate import KAPPA_BAR
 
 # %% auto #0
@@ -46,7 +46,7 @@ def rubric_schema(r:Rubric) -> dict:
 # %% ../../nbs/54b_evals_rubrics.ipynb #3c7ea30f
 def parse_rubric_verdict(text:str, r:Rubric) -> tuple[int, str]:
     "The score and one-line reason of a rubric verdict; `ValueError` when the score is missing or off the scale."
-    obj, (lo, hi) = _json_object(text), RUBRIC_SCALES[r.scale]
+    obj, (lo, hi) = json_object(text), RUBRIC_SCALES[r.scale]
     s = obj.get("score")
     if isinstance(s, str) and re.fullmatch(r"\s*\d+\s*", s): s = int(s)
     if isinstance(s, float) and s.is_integer(): s = int(s)

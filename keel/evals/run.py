@@ -4,205 +4,30 @@
 
 # %% ../../nbs/55_evals_run.ipynb #01fd339a
 from __future__ import annotations
-import copy, dataclasses, datetime as dt, hashlib, json, random, statistics, sys, time
+import copy, dataclasses, json, sys, time
 from dataclasses import dataclass, field
 from pathlib import Path
-from ..errors import InputError, KeelError, ModelError, AirgapViolation, EXIT_OK, EXIT_FAILED
+from ..errors import InputError, EXIT_OK, EXIT_FAILED
 from ..command import command_parser, run_command, Progress, with_progress, add_settings_options, settings_overrides
 from ..executor import Task, Workers, is_remote
-from ..providers.base import allowed, ChunkHit
-from ..answer.types import User, Answer, Citation, KINDS
+from ..providers.base import allowed
 from ..observe import replay
-from ..stats import mean, percentile
-from .gate import (Gate, Regression, describe, matched_interval, load_baseline, default_baseline_path,
+from .gate import (Gate, Regression, matched_interval, load_baseline, default_baseline_path,
                              promote, KAPPA_BAR)
-from .core import (SourceRef, RATES, COUNTS, REFUSAL_RATES, DEFAULT_THRESHOLDS, item_value, settings_digest,
-                             kind_of)
+from .core import RATES, COUNTS, REFUSAL_RATES, DEFAULT_THRESHOLDS, settings_digest
 from .checkpoint import Checkpoint, code_version
-from .golden import GoldenItem, GoldenSet, read_golden_set, REFUSAL_CATEGORIES
-from .judge import (Judge, JudgeVerdict, combine_verdicts, second_judge, load_judge_labels, judge_agreement,
-                              METRICS, JUDGE_INSTRUCTIONS)
-from .report import build_payload, write_report, cost_line
-from .grounding import answer_metrics, grounding_agreement
-from .rubrics import RubricPlan, plan_rubrics, rubric_fields, rubric_means, rubric_lines
-from .verdict import check_line, check_counts
-from .since import cache_tally, tracked, run_inputs, plan_since, merge, record, cache_summary, run_lines
+from .golden import GoldenItem, GoldenSet, read_golden_set
+from .judge import Judge
+from .report import build_payload, write_report, print_result
+from .rubrics import plan_rubrics
+from .since import cache_tally, run_inputs, plan_since, merge, record, cache_summary
+from .score import (LOWER_IS_BETTER, summarise, ask_item, chunk_tags, make_judges, run_judges, run_grounding,
+                              unreliable_metrics)
 
 # %% auto #0
-__all__ = ['LOWER_IS_BETTER', 'HEADLINE', 'score_retrieval', 'find_strings', 'ChunkAccess', 'leaks_of', 'invalid_citations',
-           'outcome_of', 'kind_fields', 'check_item', 'judge_item', 'metrics_of', 'by_category', 'cost_of', 'summarise',
-           'run_gate', 'compare', 'metric_value', 'apply_floors', 'judge_trust', 'unreliable_metrics', 'EvalResult',
-           'chunk_tags', 'ground_item', 'item_row', 'log_scores', 'ask_item', 'overfit_warning', 'category_warnings',
-           'make_judges', 'run_judges', 'run_grounding', 'EvalItemTask', 'eval_items', 'run_checkpoint', 'ask_items',
-           'gate_run', 'run_warnings', 'run_eval', 'promote_baseline', 'headline', 'category_lines', 'floor_lines',
-           'gate_lines', 'print_result', 'cli']
-
-# %% ../../nbs/55_evals_run.ipynb #38dee817
-def score_retrieval(item:GoldenItem, hits:list) -> dict:
-    "hit@1/3/5, reciprocal rank, context precision and recall of one item's retrieved chunks."
-    keys = ("first_relevant_rank", "hit_at_1", "hit_at_3", "hit_at_5", "rr", "context_precision", "context_recall")
-    if item.expect_refusal or not item.expected_sources: return dict.fromkeys(keys)
-    rel = [any(s.matches(h) for s in item.expected_sources) for h in hits]
-    rank = next((i + 1 for i, r in enumerate(rel) if r), None)
-    out = dict(first_relevant_rank=rank, rr=1 / rank if rank else 0.0,
-               context_precision=sum(rel) / len(rel) if rel else None,
-               context_recall=sum(any(s.matches(h) for h in hits)
-                                  for s in item.expected_sources) / len(item.expected_sources))
-    for k in (1, 3, 5): out[f"hit_at_{k}"] = float(bool(rank and rank <= k))
-    return {k: out[k] for k in keys}
-
-# %% ../../nbs/55_evals_run.ipynb #b6c01003
-def find_strings(text:str, strings) -> list[str]:
-    "The strings that occur in `text`, ignoring case."
-    t = (text or "").lower()
-    return [s for s in strings if s.lower() in t]
-
-# %% ../../nbs/55_evals_run.ipynb #d84861b4
-class ChunkAccess:
-    "Who may see a chunk: its tags as the database records them (the retriever's claim only when it has no row)."
-    def __init__(self, tags_of, # `tags_of(chunk_id)`: a chunk's ACL tags in the database, or None
-                 user:list|tuple): self.tags_of, self.user = tags_of, list(user)
-
-    def tags(self, cid, claimed=None) -> list|None:
-        "The chunk's tags: the database's, else `claimed`."
-        t = self.tags_of(cid) if self.tags_of else None
-        return list(t) if t is not None else claimed
-
-    def ok(self, cid, claimed=None) -> bool:
-        "Whether the user may see the chunk, by its recorded tags and by the tags the retriever claimed."
-        t = self.tags(cid, claimed)
-        return t is not None and allowed(t, self.user) and (claimed is None or allowed(claimed, self.user))
-
-# %% ../../nbs/55_evals_run.ipynb #9cec5db6
-def leaks_of(ans:Answer, access:ChunkAccess) -> list[str]:
-    "The retrieved chunks, and the cited ones never retrieved, that the asker may not see."
-    ret = {h.chunk_id for h in ans.retrieved}
-    out = [f"retrieved chunk {h.chunk_id} ({h.title}) tagged {access.tags(h.chunk_id, list(h.acl_tags))}"
-           for h in ans.retrieved if not access.ok(h.chunk_id, list(h.acl_tags))]
-    return out + [f"cited chunk {c.chunk_id} tagged {access.tags(c.chunk_id)}" for c in ans.citations
-                  if c.chunk_id not in ret and access.tags(c.chunk_id) is not None
-                  and not allowed(access.tags(c.chunk_id), access.user)]
-
-def invalid_citations(ans:Answer, access:ChunkAccess) -> list:
-    "Cited chunks that were not retrieved, or that the asker may not see."
-    ret = {h.chunk_id: h for h in ans.retrieved}
-    return [c.chunk_id for c in ans.citations
-            if c.chunk_id not in ret or not access.ok(c.chunk_id, list(ret[c.chunk_id].acl_tags))]
-
-def outcome_of(item:GoldenItem, ans:Answer) -> str:
-    "`answered`, `evidence`, `false_refusal`, `correct_refusal` or `false_answer`."
-    if ans.kind == "evidence": return "evidence"
-    if item.expect_refusal: return "correct_refusal" if ans.refused else "false_answer"
-    return "false_refusal" if ans.refused else "answered"
-
-# %% ../../nbs/55_evals_run.ipynb #589e4bbe
-def kind_fields(item:GoldenItem, ans:Answer, missing:list # the `must_include` strings the reply lacks
-               ) -> dict:
-    "The reply's kind, and the per-item values behind `answered`, `evidence_rate`, `evidence_hit` and `helpful_rate`."
-    k, answerable = ans.kind, not item.expect_refusal
-    cites = any(s.matches(c) for c in ans.citations for s in item.expected_sources)
-    hit = float(cites) if k == "evidence" and answerable and item.expected_sources else None
-    correct = not missing if item.must_include else cites if item.expected_sources else True
-    return dict(kind=k, answered=float(k == "answer") if answerable else None, evidence=float(k == "evidence"),
-                evidence_hit=hit, helpful=float(k == "answer" and correct or bool(hit)) if answerable else None)
-
-# %% ../../nbs/55_evals_run.ipynb #4837c7b9
-def check_item(item:GoldenItem, ans:Answer, tags_of=None) -> dict:
-    "Refusal, string, citation and leak checks of one answer (`tags_of(chunk_id)`: a chunk's ACL tags in the database)."
-    access = ChunkAccess(tags_of, item.user_tags)
-    missing = [s for s in item.must_include if s not in find_strings(ans.text, item.must_include)]
-    found = find_strings(ans.text, item.must_not_include)
-    bad_cites, leaks = invalid_citations(ans, access), leaks_of(ans, access)
-    if item.category == "restricted": leaks += [f"answer contains {s!r}" for s in found]
-    decided = ans.kind != "evidence"           # an evidence response neither answers nor refuses
-    return dict(refusal_correct=float(ans.refused == item.expect_refusal) if decided else None,
-                outcome=outcome_of(item, ans), **kind_fields(item, ans, missing),
-                must_include_pass=float(not missing) if item.must_include and decided else None, missing=missing,
-                must_not_include_pass=float(not found) if item.must_not_include else None, found=found,
-                citation_valid=float(not bad_cites) if ans.citations else None, invalid_citations=bad_cites,
-                leaks=len(leaks), leak_details=leaks)
-
-# %% ../../nbs/55_evals_run.ipynb #7b602b39
-def judge_item(judges:list[Judge], item:GoldenItem, ans:Answer,
-               history:list|None=None # a conversation's earlier (question, answer) turns, shown to the judge
-              ) -> dict:
-    "Judge scores (0..1 or None), one-line reasons, raw replies and error for one answer."
-    out = dict(groundedness=None, relevance=None, correctness=None, judge_reasons={}, judge_raw=[], judge_error=None,
-               judge_ms=0.0)
-    if not judges: return out
-    if ans.kind != "answer":
-        why = "refusal: not judged (see refusal_correct)" if ans.refused else "evidence: not judged (see evidence_hit)"
-        out["judge_reasons"] = {m: why for m in METRICS}
-        return out
-    t0 = time.perf_counter()
-    vs = [j.score(item.question, ans.text, [h.text for h in ans.retrieved], item.expected_answer, history=history)
-          for j in judges]
-    v = vs[0] if len(vs) == 1 else combine_verdicts(vs)
-    out.update({m: getattr(v, m) for m in METRICS}, judge_reasons=v.reasons, judge_raw=v.raw, judge_error=v.error,
-               judge_ms=(time.perf_counter() - t0) * 1000)
-    return out
-
-# %% ../../nbs/55_evals_run.ipynb #85f2ae54
-LOWER_IS_BETTER = frozenset(COUNTS + REFUSAL_RATES + ("latency_p50_ms", "latency_p95_ms", "unsupported_figures",
-                                                       "contradicted_sentences"))
-
-def metrics_of(rows:list[dict]) -> dict:
-    "Every aggregate metric of some item rows, kept separate."
-    m = {k: mean(item_value(r, k) for r in rows) for k in RATES}
-    m.update({k: int(sum(item_value(r, k) or 0 for r in rows)) for k in COUNTS})
-    m["false_refusal_rate"] = mean(item_value(r, "false_refusals") for r in rows if not r["expect_refusal"])
-    m["false_answer_rate"] = mean(item_value(r, "false_answers") for r in rows if r["expect_refusal"])
-    m["leaks"] = int(sum(r["leaks"] for r in rows))
-    lat = [r["latency_ms"] for r in rows]
-    m.update(latency_p50_ms=percentile(lat, 50), latency_p95_ms=percentile(lat, 95),
-             prompt_tokens=int(sum(r["prompt_tokens"] for r in rows)),
-             output_tokens=int(sum(r["output_tokens"] for r in rows)))
-    return {**m, **rubric_means(rows)}   # one metric per rubric the rows were scored on (`keel.evals.rubrics`)
-
-# %% ../../nbs/55_evals_run.ipynb #afe6e6e5
-def by_category(rows:list[dict]) -> dict:
-    "Per refusal category: items, the three kinds, the error that category can make, helpfulness, median answerability."
-    out = {}
-    for c in REFUSAL_CATEGORIES:
-        rs = [r for r in rows if r.get("refusal_category") == c]
-        if not rs: continue
-        kinds = [kind_of(r) for r in rs]
-        out[c] = dict(n=len(rs), refused=sum(bool(r["refused"]) for r in rs), answered=kinds.count("answer"),
-                      evidence=kinds.count("evidence"), evidence_rate=kinds.count("evidence") / len(rs),
-                      evidence_hit=mean(item_value(r, "evidence_hit") for r in rs),
-                      helpful_rate=mean(item_value(r, "helpful_rate") for r in rs),
-                      false_refusal_rate=mean(item_value(r, "false_refusals") for r in rs)
-                      if c == "answerable" else None,
-                      false_answer_rate=None if c == "answerable" else mean(item_value(r, "false_answers") for r in rs),
-                      answerability_p50=percentile([r.get("answerability") for r in rs], 50))
-    return out
-
-# %% ../../nbs/55_evals_run.ipynb #60e5a858
-def cost_of(rows:list[dict]) -> dict:
-    "What the items cost: tokens, seconds inside the answering model, seconds judging, seconds in all, and per item."
-    tot = lambda k: sum(float(r.get(k) or 0) for r in rows)
-    s = dict(prompt_tokens=int(tot("prompt_tokens")), output_tokens=int(tot("output_tokens")),
-             model_seconds=round(tot("model_ms") / 1000, 3), judge_seconds=round(tot("judge_ms") / 1000, 3),
-             item_seconds=round(tot("item_ms") / 1000, 3))
-    return {**s, "seconds_per_item": round(s["item_seconds"] / len(rows), 3) if rows else None}
-
-def summarise(rows:list[dict]) -> dict:
-    "Aggregates overall, per split, per refusal category and per user-tag set, with item counts."
-    by_tags = {}
-    for r in rows: by_tags.setdefault(",".join(r["user_tags"]), []).append(r)
-    tag_view = {t: dict(n=len(rs), refusal_correct=mean(item_value(r, "refusal_correct") for r in rs),
-                        false_refusals=sum(r["outcome"] == "false_refusal" for r in rs),
-                        false_answers=sum(r["outcome"] == "false_answer" for r in rs),
-                        leaks=sum(r["leaks"] for r in rs))
-                for t, rs in sorted(by_tags.items())}
-    splits = {s: metrics_of([r for r in rows if r["split"] == s]) for s in ("tune", "heldout")
-              if any(r["split"] == s for r in rows)}
-    produced, kinds = {}, {k: 0 for k in KINDS}
-    for r in rows: produced[r.get("produced_by") or "none"] = produced.get(r.get("produced_by") or "none", 0) + 1
-    for r in rows: kinds[kind_of(r)] += 1
-    return dict(n=len(rows), n_by_split={s: sum(r["split"] == s for r in rows) for s in ("tune", "heldout")},
-                metrics=metrics_of(rows), by_split=splits, by_category=by_category(rows), by_tags=tag_view,
-                produced_by=dict(sorted(produced.items())), kinds=kinds, cost=cost_of(rows))
+__all__ = ['run_gate', 'compare', 'metric_value', 'apply_floors', 'EvalResult', 'overfit_warning', 'category_warnings',
+           'EvalItemTask', 'eval_items', 'run_checkpoint', 'ask_items', 'gate_run', 'run_warnings', 'run_eval',
+           'promote_baseline', 'cli']
 
 # %% ../../nbs/55_evals_run.ipynb #fc78627d
 def run_gate(thresholds:dict|None=None, # metric -> tolerated drop, over DEFAULT_THRESHOLDS
@@ -248,118 +73,23 @@ def apply_floors(summary:dict, floors:dict) -> tuple[list[Regression], list[dict
     g, value_of = Gate(floors=floors, lower_is_better=LOWER_IS_BETTER), lambda k: metric_value(summary, k)
     return g.check({}, value_of=value_of), [dataclasses.asdict(f) for f in g.floor_checks(value_of)]
 
-# %% ../../nbs/55_evals_run.ipynb #760c219c
-def judge_trust(judge:Judge, labels_path:Path|None, cache_dir:Path, kappa_bar:float=KAPPA_BAR,
-                progress:bool=False) -> tuple[dict|None, dict]:
-    "The judge's agreement with human labels (cached) and the judge metrics not to gate, with reasons."
-    if labels_path is None or not Path(labels_path).exists():
-        return None, {m: "no human labels to measure the judge against" for m in METRICS}
-    labels = load_judge_labels(labels_path)
-    key = hashlib.sha256(json.dumps([judge.name, labels, JUDGE_INSTRUCTIONS], sort_keys=True,
-                                    default=str).encode()).hexdigest()[:16]
-    cache = Path(cache_dir)/f"judge-agreement-{key}.json"
-    if cache.exists(): ag = json.loads(cache.read_text())
-    else:
-        ag = judge_agreement(judge, labels, progress=progress)
-        cache.parent.mkdir(parents=True, exist_ok=True); cache.write_text(json.dumps(ag, indent=1))
-    ungated = {}
-    for m in METRICS:
-        k = ag["metrics"][m]["kappa"]
-        if k is None: ungated[m] = "judge agreement with human labels could not be measured (kappa undefined)"
-        elif k < kappa_bar:
-            ungated[m] = f"judge agreement with human labels is too low to gate on (kappa {k:.2f} < {kappa_bar})"
-    return ag, ungated
-
-# %% ../../nbs/55_evals_run.ipynb #a3c5c58a
-def unreliable_metrics(agreement:dict|None, # the judge's agreement (`judge_agreement`), None when the judge was off
-                       grounding:dict|None, # `grounding_agreement` of the model-free groundedness, None without labels
-                       kappa_bar:float=KAPPA_BAR) -> dict:
-    "Metric -> its kappa (None: unmeasurable) for every metric whose agreement with people is under `kappa_bar`."
-    out = {}
-    for m in (METRICS if agreement else ()):
-        k = agreement["metrics"].get(m, {}).get("kappa")
-        if k is None or k < kappa_bar: out[m] = k
-    if grounding is not None and (grounding.get("kappa") is None or grounding["kappa"] < kappa_bar):
-        out["supported_sentences"] = grounding.get("kappa")
-    return out
-
 # %% ../../nbs/55_evals_run.ipynb #0718293a
 @dataclass
 class EvalResult:
-    "What one evaluation run produced."
+    "What one evaluation run produced (a `keel.evals.gate.HarnessResult`)."
     summary: dict
     items: list[dict]
     report_html_path: Path|None
     report_json_path: Path|None
-    gate_passed: bool
+    passed: bool                      # the gate's verdict
     regressions: list[Regression]
     payload: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
-
-def chunk_tags(con): # a Keel database connection, or None
-    "A function reading one chunk's ACL tags from the database (None when unknown); the leak check's `tags_of`."
-    def f(cid):
-        if con is None: return None
-        row = con.execute("SELECT acl_tags FROM chunks WHERE id=?", (cid,)).fetchone()
-        return json.loads(row[0]) if row else None
-    return f
-
-
-# %% ../../nbs/55_evals_run.ipynb #e2fb0daf
-def ground_item(ctx, item:GoldenItem, ans:Answer, row:dict) -> dict:
-    "The model-free metrics of one answer; a citation attribution does not support makes `citation_valid` 0."
-    eng = getattr(ctx, "answer_engine", None)
-    vec = eng.vectors(ans.retrieved) if hasattr(eng, "vectors") else (None, None)
-    m = answer_metrics(ans.text, ans.kind != "answer", [(c.n, c.inferred) for c in ans.citations],
-                       [h.text for h in ans.retrieved], item.expected_answer, item.expect_refusal, *vec,
-                       question=item.question)
-    if m["unsupported_citations"] and row.get("citation_valid"):
-        ids = {c.n: c.chunk_id for c in ans.citations}
-        m.update(citation_valid=0.0, invalid_citations=row["invalid_citations"]
-                 + [ids[n] for n in m["unsupported_citations"] if n in ids])
-    return m
-
-# %% ../../nbs/55_evals_run.ipynb #5d84173d
-def item_row(item:GoldenItem, ans:Answer) -> dict:
-    "What the report keeps of one golden item and its answer, before any score."
-    hits = [dict(chunk_id=h.chunk_id, title=h.title, heading=h.heading, source=h.source, acl_tags=list(h.acl_tags),
-                 relevance=round(float(h.relevance), 4), expected=any(s.matches(h) for s in item.expected_sources))
-            for h in ans.retrieved]
-    cites = [dict(n=c.n, chunk_id=c.chunk_id, title=c.title, heading=c.heading, inferred=c.inferred)
-             for c in ans.citations]
-    return dict(id=item.id, question=item.question, category=item.category, refusal_category=item.refusal_category,
-                answerability=ans.answerability, split=item.split, user_tags=list(item.user_tags),
-                expect_refusal=item.expect_refusal, expected_answer=item.expected_answer,
-                expected_sources=[s.label() for s in item.expected_sources], must_include=list(item.must_include),
-                must_not_include=list(item.must_not_include), answer=ans.text, refused=ans.refused, error=ans.error,
-                retrieved=hits, citations=cites, latency_ms=float(ans.latency_ms),
-                prompt_tokens=int(ans.prompt_tokens), output_tokens=int(ans.output_tokens),
-                model_ms=round(sum(ans.timings.get(k, 0.0) for k in ("prompt_ms", "generation_ms")), 3),
-                request_id=ans.request_id, model=ans.model, mode=ans.mode, produced_by=ans.produced_by, kind=ans.kind)
-
-def log_scores(ctx, ans:Answer, row:dict, judges:list[Judge]):
-    "The judges' scores attached to the answer's inference-log row, when there are judges and the engine logged it."
-    if not (judges and ans.request_id and getattr(ctx, "log", None) is not None): return
-    try: ctx.log.attach_scores(ans.request_id, {**{m: row[m] for m in METRICS}, "judge_error": row["judge_error"],
-                                                "source": "eval"})
-    except KeelError: pass   # the engine did not log this request (e.g. it failed before logging)
-
-# %% ../../nbs/55_evals_run.ipynb #56b2c281
-def ask_item(ctx, item:GoldenItem, judges:list[Judge], tags_of,
-             rubrics:tuple=(), rubric_judge:Judge|None=None # the set's rubrics, scored by this judge (None: not scored)
-            ) -> dict:
-    "Ask one golden item through the answer engine and score it; item errors recorded, model or air-gap errors raised."
-    t0, calls = time.perf_counter(), cache_tally(ctx)
-    try: ans = ctx.answer_engine.answer(item.question, User("eval", item.user_tags))
-    except (ModelError, AirgapViolation): raise   # the whole run is void: say so once, exit 3 or 4
-    except KeelError as e: ans = Answer("", refused=False, error=str(e), latency_ms=(time.perf_counter() - t0) * 1000)
-    row = item_row(item, ans)
-    row.update(score_retrieval(item, ans.retrieved), **check_item(item, ans, tags_of), **judge_item(judges, item, ans))
-    row.update(ground_item(ctx, item, ans, row), **rubric_fields(rubric_judge, rubrics, item, ans))
-    row["item_ms"] = round((time.perf_counter() - t0) * 1000, 3)   # answering, scoring and judging
-    log_scores(ctx, ans, row, judges)
-    row.update(tracked(ctx, item, ans, calls))   # what `--since` compares, and how its model calls were served
-    return row
+    kind = "run"
+    def write(self, report_dir:Path|str) -> tuple[Path, Path]:
+        "Write `eval-<stamp>.json/.html`, `latest-run.*` and `latest.*` in `report_dir`: the JSON and HTML paths."
+        self.report_json_path, self.report_html_path = write_report(self.payload, report_dir)
+        return self.report_json_path, self.report_html_path
 
 # %% ../../nbs/55_evals_run.ipynb #04ea522a
 def _load_baseline(path:Path|None) -> dict|None:
@@ -395,26 +125,6 @@ def category_warnings(con, items:list[GoldenItem]) -> list[str]:
                 out.append(f"item {it.id} is restricted but its source {s.document!r} is visible to tags "
                            f"{list(it.user_tags)}")
     return out
-
-# %% ../../nbs/55_evals_run.ipynb #8b0dd6e2
-def make_judges(ctx) -> tuple[list[Judge], str]:
-    "The deployment's judge and, when `judge_endpoint` is set, a second one; and a note on the second."
-    j2, note = second_judge(ctx.settings, getattr(ctx, "judge_llm_factory", None))
-    return [Judge(ctx.llm), *([j2] if j2 else [])], note
-
-def run_judges(ctx, judge:bool, labels_path:Path, report_dir:Path, kappa_bar:float=KAPPA_BAR,
-               progress:bool=False) -> tuple[list[Judge], list[str], dict|None, dict]:
-    "The run's judges, notes about them, the first one's agreement with human labels and the metrics not to gate."
-    if not judge: return [], [], None, {m: "judge off for this run" for m in METRICS}
-    judges, note = make_judges(ctx)
-    agreement, ungated = judge_trust(judges[0], labels_path, report_dir, kappa_bar, progress)
-    return judges, [note], agreement, ungated
-
-def run_grounding(ctx, labels_path:Path) -> dict|None:
-    "How well the model-free groundedness agrees with the human labels, when there are labels."
-    if not labels_path.exists(): return None
-    emb = getattr(ctx, "embeddings", None)
-    return grounding_agreement(load_judge_labels(labels_path), getattr(emb, "embed", None))
 
 # %% ../../nbs/55_evals_run.ipynb #7029c966
 @dataclass
@@ -533,8 +243,9 @@ def run_eval(ctx, # an AppContext (answer_engine, llm, settings, log, con)
     payload.update(inputs=inputs, since=record(plan) if plan else None, cache=cache_summary(ctx, calls),
                    calibration=inputs["calibration"], corpus=inputs["corpus"])   # what compare sets side by side
     payload["gate"]["significant_only"] = significant_only
-    jpath, hpath = write_report(payload, report_dir)
-    return EvalResult(summary, rows, hpath, jpath, not regs, regs, payload, warnings)
+    res = EvalResult(summary, rows, None, None, not regs, regs, payload, warnings)
+    res.write(report_dir)
+    return res
 
 # %% ../../nbs/55_evals_run.ipynb #ee2ad38b
 def promote_baseline(result:EvalResult|dict, # a run (or its payload)
@@ -584,81 +295,6 @@ def _thresholds(specs:list[str]) -> dict:
                              fix=f"use one of: {', '.join(RATES)}")
     return out
 
-# %% ../../nbs/55_evals_run.ipynb #da026f21
-HEADLINE = ("hit_at_3", "mrr", "context_recall", "refusal_correct", "false_refusal_rate", "false_answer_rate",
-            "answered", "evidence_rate", "evidence_hit", "helpful_rate",
-            "must_include", "must_not_include", "citation_valid", "leaks", "token_f1", "answer_recall",
-            "supported_sentences", "unsupported_figures", "contradicted_sentences", "model_cited", "groundedness",
-            "relevance", "correctness",
-            "judge_unscored", "latency_p50_ms", "latency_p95_ms")
-
-# %% ../../nbs/55_evals_run.ipynb #56c2c2ce
-def headline(m:dict, unreliable:dict, kappa_bar:float=KAPPA_BAR) -> str:
-    "The one-line summary; a metric that disagrees with people reads `UNRELIABLE` with its kappa, never as a number."
-    def one(k):
-        v = "—" if m.get(k) is None else (round(m[k], 3) if isinstance(m[k], float) else m[k])
-        if k not in unreliable or m.get(k) is None: return f"{k} {v}"
-        kap = "unmeasured" if unreliable[k] is None else f"{unreliable[k]:.2f}"
-        return f"{k} {v} (UNRELIABLE: kappa {kap} < {kappa_bar})"
-    return ", ".join(one(k) for k in HEADLINE if k in m)
-
-# %% ../../nbs/55_evals_run.ipynb #9e75e991
-def category_lines(summary:dict) -> list[str]:
-    "The three kinds per category: answered, evidence, refused, the category's error, evidence hits and helpfulness."
-    pc = lambda x: "—" if x is None else f"{x:.0%}"
-    out = []
-    for c, v in summary.get("by_category", {}).items():
-        err, rate = ("false refusals", v["false_refusal_rate"]) if c == "answerable" else (
-            "false answers", v["false_answer_rate"])
-        p50 = "—" if v["answerability_p50"] is None else f"{v['answerability_p50']:.2f}"
-        kinds = (f"{v['answered']:>3} answered, {v['evidence']:>3} evidence, " if "evidence" in v else "")
-        helped = (f", evidence hit {pc(v.get('evidence_hit'))}, helpful {pc(v.get('helpful_rate'))}"
-                  if c == "answerable" and "evidence" in v else "")
-        out.append(f"  {c:<11} {v['n']:>3} items, {kinds}{v['refused']:>3} refused, {err} {pc(rate)}{helped} "
-                   f"(answerability p50 {p50})")
-    return ["outcomes by category:", *out] if out else []
-
-# %% ../../nbs/55_evals_run.ipynb #0f7fe31e
-def floor_lines(gate:dict) -> list[str]:
-    "One line per floor the golden set declares, with its verdict."
-    def verdict(f):
-        if f["passed"] is None: return "not applicable (no such items)"
-        return f"{round(f['current'], 3)} {'ok' if f['passed'] else 'FAILED'}"
-    return [f"floor: {f['metric']} {f['direction']} {f['bound']}: {verdict(f)}" for f in gate.get("floors", [])]
-
-def gate_lines(res:EvalResult) -> list[str]:
-    "The tolerances against the baseline, the regressions and the gate's verdict."
-    g, ungated = res.payload["gate"], (res.payload.get("judge") or {}).get("ungated") or {}
-    regs = [f"regression: {describe(r)}" for r in res.regressions if r.rule != "floor"]
-    if not g["baseline_found"]:
-        gated = tuple(n for n, i in ((res.payload.get("judge") or {}).get("rubrics") or {}).items() if i.get("gated"))
-        failed = len(res.items) - check_counts(res.items, gated)[0]
-        note = f"; {failed} of {len(res.items)} items failed their checks, not gated without one" if failed else ""
-        return [f"gate: passed (no baseline at {g['baseline_path']}{note})" if res.gate_passed else "gate: FAILED",
-                *regs]
-    tol = ", ".join(f"{k} {v}" for k, v in g["thresholds"].items() if v is not None and k not in ungated)
-    if g.get("significant_only"):
-        tol += " (a drop past its tolerance counts only when its 95% interval is wholly worse)"
-    verdict = "gate: passed" if res.gate_passed else "gate: FAILED on " + ", ".join(r.metric for r in res.regressions)
-    return [f"tolerances against the baseline: {tol}", *regs, verdict]
-
-# %% ../../nbs/55_evals_run.ipynb #71c9da21
-def print_result(res:EvalResult):
-    "Headline metrics, producers, refusal by category, floors, the gate and its regressions, and the report paths."
-    m, j = res.summary["metrics"], res.payload.get("judge") or {}
-    print(f"{res.summary['n']} items: " + headline(m, j.get("unreliable") or {}, j.get("kappa_bar", KAPPA_BAR)))
-    if res.summary.get("produced_by"):
-        print("produced by: " + ", ".join(f"{k} {v}" for k, v in res.summary["produced_by"].items()))
-    if res.summary.get("kinds"): print("kinds: " + ", ".join(f"{k} {v}" for k, v in res.summary["kinds"].items()))
-    if cost_line(res.summary.get("cost")): print(cost_line(res.summary["cost"]))
-    print("\n".join(category_lines(res.summary)))
-    rubrics = j.get("rubrics") or {}
-    for line in rubric_lines(m, rubrics): print(line)
-    print(check_line(res.items, tuple(n for n, i in rubrics.items() if i["gated"])))
-    for line in floor_lines(res.payload["gate"]) + gate_lines(res): print(line)
-    for line in run_lines(res.payload): print(line)
-    print(f"report: {res.report_html_path}\njson: {res.report_json_path}")
-
 # %% ../../nbs/55_evals_run.ipynb #54196551
 def _run(a, make_ctx) -> int:
     th = _thresholds(a.threshold)
@@ -668,9 +304,9 @@ def _run(a, make_ctx) -> int:
     res = run_eval(ctx, golden, a.report_dir, judge=not a.no_judge, baseline_path=a.baseline, thresholds=th,
                    progress=not a.quiet, checkpoint=a.checkpoint, since=a.since, significant_only=a.significant_only)
     print_result(res)
-    if a.promote and res.gate_passed: print(f"baseline promoted: {promote_baseline(res, a.baseline)}")
+    if a.promote and res.passed: print(f"baseline promoted: {promote_baseline(res, a.baseline)}")
     elif a.promote: print("baseline NOT promoted: the gate failed", file=sys.stderr)
-    return EXIT_OK if res.gate_passed else EXIT_FAILED
+    return EXIT_OK if res.passed else EXIT_FAILED
 
 def cli(argv:list[str], # arguments after `keel eval run`
         make_ctx # builds the AppContext on demand

@@ -14,8 +14,8 @@ from ..db import transaction
 from .pii import Scrubber
 
 # %% auto #0
-__all__ = ['GENESIS', 'canonical', 'row_hash', 'LedgerCheck', 'check_rows', 'verify_file', 'standalone_verifier', 'Ledger',
-           'parse_head', 'verify_ledger_cli']
+__all__ = ['GENESIS', 'canonical', 'row_hash', 'LedgerCheck', 'check_rows', 'file_rows', 'verify_file', 'standalone_verifier',
+           'Ledger', 'parse_head', 'verify_ledger_cli']
 
 # %% ../../nbs/22_ledger.ipynb #d2b51722
 GENESIS = "0" * 64
@@ -80,7 +80,8 @@ def check_rows(rows:"Iterable[dict]", # in file or table order: seq, ts, kind, r
     return LedgerCheck(True, n, None, "")
 
 # %% ../../nbs/22_ledger.ipynb #5080974d
-def _file_rows(path):
+def file_rows(path):
+    "The rows of a JSONL ledger export, in order; a line that is not JSON as a row holding only `_error`."
     with open(path, encoding="utf-8") as f:
         for i, line in enumerate(f, 1):
             if not line.strip(): continue
@@ -91,7 +92,7 @@ def verify_file(path, # a JSONL export written by `Ledger.export`
                 head=None # optional (seq, hash) recorded earlier
                ) -> LedgerCheck:
     "Check a ledger export with the standard library alone."
-    return check_rows(_file_rows(path), tuple(head) if head else None)
+    return check_rows(file_rows(path), tuple(head) if head else None)
 
 # %% ../../nbs/22_ledger.ipynb #195cb401
 _MAIN = '''
@@ -110,7 +111,7 @@ def standalone_verifier() -> str:
     import inspect, importlib
     m = importlib.import_module("keel.safety.ledger")  # the exported module, where the source lives
     parts = [inspect.getsource(getattr(m, n))
-             for n in ("LedgerCheck", "_bad", "canonical", "row_hash", "check_rows", "_file_rows", "verify_file")]
+             for n in ("LedgerCheck", "_bad", "canonical", "row_hash", "check_rows", "file_rows", "verify_file")]
     return "import json, hashlib\nfrom typing import NamedTuple\n\n" + "\n".join(parts) + _MAIN
 
 # %% ../../nbs/22_ledger.ipynb #92fbd20a
