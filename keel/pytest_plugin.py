@@ -78,7 +78,7 @@ def plan(self:GoldenSession):
         from keel.evals.rubrics import plan_rubrics
         rubrics = self.gs.rubrics if self.gs else ()
         judge = Judge(self.ctx.llm) if rubrics and not self.opt("--keel-no-judge") else None
-        labels = self.opt("--keel-rubric-labels") or (self.gs.path.parent/"rubric_labels.yaml" if self.gs else None)
+        labels = self.opt("--keel-rubric-labels") or (self.gs.rubric_labels_path if self.gs else None)
         from keel.evals.gate import KAPPA_BAR
         bar = self.opt("--keel-kappa-bar")
         self._plan = plan_rubrics(judge, rubrics, labels, _cache_dir(self.config, self.ctx),

@@ -1,6 +1,7 @@
 """Conversations as a user has them: `keel chat` over the fixture corpus answers a follow-up with the turns before it,
 rates the last answer with /up, and a restricted follow-up or a tag removed between turns leaks nothing; `keel eval
-conversations` writes a report two of which `keel eval compare` reads turn by turn, and its judge sees the history."""
+conversations` writes a report two of which `keel eval compare` reads turn by turn, and its judge sees the history;
+`keel eval run --conversations` asks them beside the golden set, and a leak in a turn fails its gate."""
 import json, sqlite3
 import pytest, yaml
 from keel.providers.base import allowed
@@ -151,3 +152,36 @@ def test_the_judge_grades_a_follow_up_with_the_turns_before_it(tmp_path, keel_cm
     if 2 in answered:
         assert any(f"[turn 1] QUESTION: {first}" in p and f"QUESTION (turn 2, the one graded): {follow}" in p
                    for p in graded), graded
+
+
+def test_keel_eval_run_scores_the_conversations_beside_the_golden_set(tmp_path, keel_cmd):
+    deployment(tmp_path / "data").close()
+    g = tmp_path / "g"
+    g.mkdir()
+    (g / "golden.yaml").write_text((ROOT / "golden" / "golden.yaml").read_text())
+    (g / "conversations.yaml").write_text((ROOT / "golden" / "conversations.yaml").read_text())
+    run = lambda *a: keel_cmd("--data-dir", tmp_path / "data", "eval", "run", g / "golden.yaml", "--no-judge",
+                              "--quiet", *a, env=ENV)
+    r = run("--conversations", "--report-dir", tmp_path / "r")
+    assert r.returncode == 0, r.stderr
+    p = json.loads((tmp_path / "r" / "latest-run.json").read_text())
+    c = p["conversations"]
+    assert len(c["results"]) == 32 and c["leaks"] == 0 and set(c["by_position"]) == {"turn 1", "turn 2", "turn 3+"}
+    own = json.loads((tmp_path / "r" / f"conversations-{c['stamp']}.json").read_text())   # the turn-by-turn report
+    assert own["by_position"] == c["by_position"]
+    assert len(own["items"]) == sum(v["turns"] for v in c["by_position"].values())
+    assert p["gate"]["passed"] and "conversations: turn 1: turns 32" in r.stdout
+    assert "<h2>Conversations</h2>" in (tmp_path / "r" / "latest.html").read_text()
+    # a turn whose forbidden string the answer holds is a leak, and a leak in a turn fails the run's gate
+    (g / "leaky.yaml").write_text(yaml.safe_dump(dict(conversations=[dict(id="leaky", user_tags=["public"], turns=[
+        dict(question="How many quotes are needed for a purchase between $10,000 and $100,000?",
+             expected_answer="Three.", expected_sources=["Procurement Policy"]),
+        dict(question="Which form are they compared on?", expected_answer="Must refuse.", expect_refusal=True,
+             category="restricted", must_not_include=["quotes"])])])))
+    r = run("--conversations", g / "leaky.yaml", "--report-dir", tmp_path / "r2")
+    assert r.returncode == 1 and "regression: conversations.leaks is 1: zero are tolerated" in r.stdout, r.stdout
+    assert json.loads((tmp_path / "r2" / "latest-run.json").read_text())["conversations"]["leaks"] == 1
+    (g / "bad.yaml").write_text("conversations:\n- id: x\n  turns:\n  - {question: q, expected_answer: a}\n")
+    r = run("--conversations", g / "bad.yaml", "--report-dir", tmp_path / "r3")
+    assert r.returncode == 2 and "needs at least two turns" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "r3").exists()                                    # refused before anything was asked

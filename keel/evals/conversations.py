@@ -16,6 +16,7 @@ from .golden import GoldenItem, parse_item, golden_digest
 from .score import score_retrieval, check_item, item_row, judge_item, chunk_tags, run_judges
 from .judge import METRICS
 from .grounding import token_f1
+from .rubrics import rubric_fields, rubric_means
 from .gate import report_head, write_report_files
 from .core import settings_digest
 from .checkpoint import code_version
@@ -84,7 +85,8 @@ def history_of(turns:list) -> list[tuple[str, str]]:
     return [(t.question, getattr(t.answer, "text", "") or "") for t in turns]
 
 def run_conversation(engine, conv:GoldenConversation, rewrite:str="carry", tags_of=None,
-                     judges:list=() # grade each answered turn, shown the turns before it; none: not judged
+                     judges:list=(), # grade each answered turn, shown the turns before it; none: not judged
+                     rubrics:tuple=(), rubric_judge=None # a golden set's rubrics, scored by this judge with the history
                     ) -> dict:
     "Ask every turn of `conv` in one `Conversation`; the per-turn rows and the conversation's verdict."
     talk, rows = Conversation(engine, User("eval", conv.turns[0].user_tags), rewrite=rewrite), []
@@ -95,7 +97,8 @@ def run_conversation(engine, conv:GoldenConversation, rewrite:str="carry", tags_
         row.update(conversation=conv.id, turn=n, position=position(n), standalone=c.get("standalone"),
                    rewrite=c.get("rewrite"))
         row.update(score_retrieval(item, a.retrieved), **check_item(item, a, tags_of),
-                   token_f1=token_f1(a.text, item.expected_answer), **judge_item(list(judges), item, a, history))
+                   token_f1=token_f1(a.text, item.expected_answer), **judge_item(list(judges), item, a, history),
+                   **rubric_fields(rubric_judge, rubrics, item, a, history))
         rows.append({**row, "passed": turn_passes(row)})
     first = next((r["turn"] for r in rows if not r["passed"]), None)
     return dict(id=conv.id, split=conv.split, passed=first is None, first_failing_turn=first, turns=rows)
@@ -112,7 +115,7 @@ def by_position(results:list[dict]) -> dict:
                                               if r["outcome"] in ("correct_refusal", "false_answer")]),
                         passed=mean([float(r["passed"]) for r in rows]), token_f1=mean(vals("token_f1")),
                         leaks=sum(r["leaks"] for r in rows), **{m: mean(vals(m)) for m in METRICS},
-                        judge_unscored=sum(bool(r.get("judge_error")) for r in rows))
+                        judge_unscored=sum(bool(r.get("judge_error")) for r in rows), **rubric_means(rows))
     conv = dict(conversations=len(results), passed=mean([float(c["passed"]) for c in results]))
     return dict(by_position=out, conversation=conv)
 
@@ -156,10 +159,13 @@ class ConversationsResult:
 
 def run_conversations(ctx, path, convs:list[GoldenConversation], rewrite:str="auto", judges:list=(),
                       judge:dict|None=None, # `judge_info` of the judges
-                      split:str|None=None) -> ConversationsResult:
+                      split:str|None=None,
+                      rubrics:tuple=(),
+                      rubric_judge=None # a golden set's rubrics, scored by this judge with the history
+                     ) -> ConversationsResult:
     "Every conversation through the context's answer engine, each turn scored (and judged, with its history)."
     tags_of = chunk_tags(getattr(ctx, "con", None))
-    results = [run_conversation(ctx.answer_engine, c, rewrite, tags_of, judges) for c in convs]
+    results = [run_conversation(ctx.answer_engine, c, rewrite, tags_of, judges, rubrics, rubric_judge) for c in convs]
     return ConversationsResult(conversations_payload(ctx, path, convs, results, rewrite, split, judge))
 
 # %% ../../nbs/55e_evals_conversations.ipynb #0fa97884

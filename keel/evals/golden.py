@@ -12,6 +12,7 @@ from ..yamlfile import read_yaml
 from ..errors import InputError
 from .core import (SourceRef, source_ref, text_list, check_keys, number_value, RATES, COUNTS,
                              REFUSAL_RATES)
+from .gate import default_baseline_path
 
 # %% auto #0
 __all__ = ['SPLITS', 'FIELDS', 'REFUSAL_CATEGORIES', 'RUBRIC_SCALES', 'RUBRIC_FIELDS', 'ROBUSTNESS_GATES', 'GoldenItem',
@@ -315,6 +316,15 @@ class GoldenSet:
     rubrics: tuple = ()               # the `Rubric`s it defines
     @property
     def digest(self) -> str: return golden_digest(self.items)
+    # the files that go with a golden set, beside it unless a command names others
+    @property
+    def baseline_path(self) -> Path: return default_baseline_path(self.path)
+    @property
+    def judge_labels_path(self) -> Path: return self.path.parent/"judge_labels.yaml"
+    @property
+    def rubric_labels_path(self) -> Path: return self.path.parent/"rubric_labels.yaml"
+    @property
+    def conversations_path(self) -> Path: return self.path.parent/"conversations.yaml"
 
 def read_golden_set(path:Path|str # the golden set YAML
                    ) -> GoldenSet:

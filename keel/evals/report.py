@@ -13,6 +13,7 @@ from .core import RATES, COSTS, item_value, settings_digest
 from .verdict import check_line, check_counts
 from .rubrics import rubric_lines
 from .since import run_lines
+from .conversations import conversations_text
 
 # %% auto #0
 __all__ = ['METHODOLOGY', 'GROUPS', 'CSS', 'HEADLINE', 'TREND_METRICS', 'build_payload', 'write_run_files', 'write_report',
@@ -254,6 +255,20 @@ def _tags(s:dict) -> str:
     heads = ("tags", "items", "refusal correct", "false refusals", "false answers", "leaks")
     return "<h2>Refusals by user tags</h2>" + _table(heads, rows)
 
+# %% ../../nbs/56_evals_report.ipynb #451c8313
+def _conversations(p:dict) -> str:
+    "The golden conversations the run asked, when it did: the figures by turn position and the ones that failed."
+    c = p.get("conversations")
+    if not c: return ""
+    rows = "".join(_tr(esc(k), v["turns"], esc(fmt(v["hit_at_3"])), esc(fmt(v["answered"])), esc(fmt(v["passed"])),
+                       v["leaks"]) for k, v in c["by_position"].items())
+    failed = [f"{esc(r['id'])} at turn {r['first_failing_turn']}" for r in c["results"] if not r["passed"]]
+    return (f"<h2>Conversations</h2><p>{c['conversation']['conversations']} conversations from "
+            f"<code>{esc(c['golden_path'])}</code>, follow-ups rewritten with <code>{esc(c['rewrite'])}</code>; "
+            f"all turns passed in {esc(fmt(c['conversation']['passed']))}.</p>"
+            + _table(("position", "turns", "hit@3", "answered", "passed", "leaks"), rows)
+            + (f"<p>Failed: {', '.join(failed)}.</p>" if failed else ""))
+
 # %% ../../nbs/56_evals_report.ipynb #2db29f5f
 def _rubric_trust(info:dict) -> str:
     "Each rubric's criterion and scale, its judge's kappa against human labels with the interval, and whether it gates."
@@ -396,7 +411,7 @@ def render_report(payload:dict) -> str:
     gated = {k: v for k, v in p["gate"]["thresholds"].items() if v is not None}
     warn = "".join(f'<p class="warn">{esc(w)}</p>' for w in p.get("warnings", []))
     summary = (_tiles(s["metrics"], gated, j.get("ungated") or {}, j.get("unreliable")) + _produced(s) + _splits(s)
-               + _categories(s) + _tags(s) + _judge(p))
+               + _categories(s) + _tags(s) + _conversations(p) + _judge(p))
     heads = ("id", "question", "expected", "got", "retrieved (✓ expected source)", "hit@3", "judge", "checks", "ms")
     items = _table(heads, "".join(_item(r) for r in p["items"]))
     meth = "".join(f"<li>{esc(x)}</li>" for x in p.get("methodology", []))
@@ -479,6 +494,7 @@ def print_result(res # a golden run's `EvalResult` (`keel.evals.run.run_eval`)
     print(check_line(res.items, tuple(n for n, i in rubrics.items() if i["gated"])))
     for line in floor_lines(res.payload["gate"]) + gate_lines(res): print(line)
     for line in run_lines(res.payload): print(line)
+    if res.payload.get("conversations"): print("conversations: " + conversations_text(res.payload["conversations"]))
     print(f"report: {res.report_html_path}\njson: {res.report_json_path}")
 
 # %% ../../nbs/56_evals_report.ipynb #36dd24b0

@@ -12,7 +12,7 @@ from ..yamlfile import read_yaml
 from ..stats import cohen_kappa, kappa_interval, mean
 from ..command import with_progress
 from .golden import Rubric, RUBRIC_SCALES, GoldenItem
-from .judge import Judge, material, json_object
+from .judge import Judge, material, json_object, HISTORY_NOTE
 from .gate import KAPPA_BAR
 
 # %% auto #0
@@ -29,13 +29,16 @@ CRITERION: {criterion}
 {scale}
 First write a one-line reason, then the score. Reply with one JSON object only, with the keys reason and score."""
 
-def rubric_instructions(r:Rubric) -> str:
-    "The judge's instructions for one rubric: its criterion, its scale and what the anchored scores mean."
+def rubric_instructions(r:Rubric, history:bool=False) -> str:
+    "The judge's instructions for one rubric: criterion, scale and anchors; for a conversation, `HISTORY_NOTE` too."
     if r.scale == "pass_fail": scale = "Score 1 if the answer meets the criterion, 0 if it does not."
     else:
         lo, hi = RUBRIC_SCALES[r.scale]
         scale = f"Score from {lo} to {hi}:" + "".join(f"\n- {k}: {v}" for k, v in r.anchors)
-    return RUBRIC_INSTRUCTIONS.format(criterion=r.criterion, scale=scale)
+    text = RUBRIC_INSTRUCTIONS.format(criterion=r.criterion, scale=scale)
+    if not history: return text
+    head, sep, tail = text.partition("whatever it says.\n")
+    return f"{head}{sep}{HISTORY_NOTE}\n{tail}"
 
 def rubric_schema(r:Rubric) -> dict:
     "The JSON schema of a rubric verdict: a reason, then an integer score on the rubric's scale."
@@ -68,17 +71,21 @@ class RubricVerdict:
     def to_dict(self) -> dict: return asdict(self)
 
 def score_rubric(judge:Judge, r:Rubric, question:str, answer_text:str, contexts:list[str],
-                 reference:str) -> RubricVerdict:
+                 reference:str, history:list|None=None # a conversation's earlier (question, answer) turns: context
+                ) -> RubricVerdict:
     "Score one answer on one rubric; one retry on an unusable reply, then an unscored verdict with the error."
-    mat = material(question, answer_text, contexts, reference)
-    got, raw, err = judge.ask(mat, lambda t: parse_rubric_verdict(t, r), rubric_instructions(r), rubric_schema(r))
+    mat = material(question, answer_text, contexts, reference, history=history)
+    got, raw, err = judge.ask(mat, lambda t: parse_rubric_verdict(t, r), rubric_instructions(r, bool(history)),
+                              rubric_schema(r))
     if err: return RubricVerdict(r.name, raw=raw, error=err)
     return RubricVerdict(r.name, got[0], r.value(got[0]), r.passes(got[0]), got[1], raw)
 
 # %% ../../nbs/54b_evals_rubrics.ipynb #510087c2
 def rubric_fields(judge:Judge|None, # the local judge; None: the judge is off and no rubric is scored
                   rubrics:tuple, # the golden set's `Rubric`s
-                  item:GoldenItem, ans) -> dict: # ans: the engine's `Answer`
+                  item:GoldenItem, ans, # ans: the engine's `Answer`
+                  history:list|None=None # a conversation's earlier (question, answer) turns, shown to the judge
+                 ) -> dict:
     "What a golden run's item row gains from the rubrics: each one's value, the verdicts, and how many are unscored."
     out, verdicts = {r.metric: None for r in rubrics}, {}
     for r in (r for r in rubrics if r.applies(item)):
@@ -86,7 +93,7 @@ def rubric_fields(judge:Judge|None, # the local judge; None: the judge is off an
             verdicts[r.name] = RubricVerdict(r.name, reason="judge off" if judge is None else "refusal: not judged")
             continue
         verdicts[r.name] = v = score_rubric(judge, r, item.question, ans.text, [h.text for h in ans.retrieved],
-                                            item.expected_answer)
+                                            item.expected_answer, history)
         out[r.metric] = v.value
     if not rubrics: return {}
     return {**out, "rubrics": {k: v.to_dict() for k, v in verdicts.items()},

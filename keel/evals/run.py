@@ -23,11 +23,13 @@ from .rubrics import plan_rubrics
 from .since import cache_tally, run_inputs, plan_since, merge, record, cache_summary
 from .score import (LOWER_IS_BETTER, summarise, ask_item, chunk_tags, make_judges, run_judges, run_grounding,
                               unreliable_metrics)
+from .conversations import load_conversations, run_conversations, judge_info as conversations_judge
 
 # %% auto #0
 __all__ = ['run_gate', 'compare', 'metric_value', 'apply_floors', 'EvalResult', 'overfit_warning', 'category_warnings',
-           'EvalItemTask', 'eval_items', 'run_checkpoint', 'ask_items', 'gate_run', 'run_warnings', 'run_eval',
-           'promote_baseline', 'cli']
+           'EvalItemTask', 'eval_items', 'run_checkpoint', 'ask_items', 'gate_run', 'run_warnings',
+           'conversations_file', 'conversation_regressions', 'conversations_summary', 'run_eval', 'promote_baseline',
+           'cli']
 
 # %% ../../nbs/55_evals_run.ipynb #fc78627d
 def run_gate(thresholds:dict|None=None, # metric -> tolerated drop, over DEFAULT_THRESHOLDS
@@ -85,6 +87,7 @@ class EvalResult:
     regressions: list[Regression]
     payload: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    conversations: object|None = None   # the golden conversations' `ConversationsResult`, when they ran
     kind = "run"
     def write(self, report_dir:Path|str) -> tuple[Path, Path]:
         "Write `eval-<stamp>.json/.html`, `latest-run.*` and `latest.*` in `report_dir`: the JSON and HTML paths."
@@ -198,6 +201,22 @@ def run_warnings(ctx, items:list[GoldenItem], summary:dict, digest:str, baseline
     for w in out: print(f"warning: {w}", file=sys.stderr)
     return out
 
+# %% ../../nbs/55_evals_run.ipynb #7fcdf46e
+def conversations_file(gs:GoldenSet, conversations:Path|str|bool|None) -> Path|None:
+    "The golden conversations a run asks for: None, `True` for those beside the set, or a file."
+    if not conversations: return None
+    return gs.conversations_path if conversations is True else Path(conversations)
+
+def conversation_regressions(p:dict # a conversations report's payload
+                            ) -> list[Regression]:
+    "A leak in any turn: the run fails, as it does for a leaking item."
+    return [Regression("conversations.leaks", None, p["leaks"], None, 0, rule="zero", lower=True)] if p["leaks"] else []
+
+def conversations_summary(p:dict) -> dict:
+    "What the run's report keeps of its conversations: the file, the figures by turn position, each verdict."
+    return {k: p[k] for k in ("golden_path", "golden_digest", "rewrite", "by_position", "conversation", "leaks",
+                              "results", "judge", "stamp")}
+
 # %% ../../nbs/55_evals_run.ipynb #59966ba3
 def run_eval(ctx, # an AppContext (answer_engine, llm, settings, log, con)
              golden:GoldenSet|Path|str, # the golden set (read once), or its YAML file
@@ -211,18 +230,21 @@ def run_eval(ctx, # an AppContext (answer_engine, llm, settings, log, con)
              checkpoint:Path|str|None=None, # JSON lines: items it holds are not asked again (a stopped run resumes)
              rubric_labels_path:Path|str|None=None, # human rubric labels; default: rubric_labels.yaml next to the set
              since:Path|str|None=None, # an earlier run's report: ask again only the items a change since can reach
-             significant_only:bool=False # a drop past tolerance fails only when its 95% interval is wholly worse
+             significant_only:bool=False, # a drop past tolerance fails only when its 95% interval is wholly worse
+             conversations:Path|str|bool|None=None # golden conversations to run too (True: those beside the set)
             ) -> EvalResult:
     "Run the golden set through the answer engine, score, gate against the baseline and write reports."
     gs = golden if isinstance(golden, GoldenSet) else read_golden_set(golden)
     golden_path, report_dir, items, digest, floors = gs.path, Path(report_dir), gs.items, gs.digest, gs.floors
+    cpath = conversations_file(gs, conversations)
+    convs = load_conversations(cpath) if cpath else None   # invalid conversations fail before anything is asked
     calls = cache_tally(ctx)                     # the model-call cache's counts before this run
-    bpath = Path(baseline_path) if baseline_path else default_baseline_path(golden_path)
+    bpath = Path(baseline_path) if baseline_path else gs.baseline_path
     baseline = _load_baseline(bpath)
-    lp = Path(labels_path) if labels_path else golden_path.parent/"judge_labels.yaml"
+    lp = Path(labels_path) if labels_path else gs.judge_labels_path
     judges, notes, agreement, ungated = run_judges(ctx, judge, lp, report_dir, kappa_bar, progress)
     grounding = run_grounding(ctx, lp)
-    rp = plan_rubrics((judges or [None])[0], gs.rubrics, rubric_labels_path or golden_path.parent/"rubric_labels.yaml",
+    rp = plan_rubrics((judges or [None])[0], gs.rubrics, rubric_labels_path or gs.rubric_labels_path,
                       report_dir, kappa_bar, baseline, progress)
     t0, inputs = time.perf_counter(), run_inputs(ctx, gs, judges)
     plan = plan_since(ctx, gs, since, inputs) if since else None   # keel.evals.since: which items to ask again
@@ -233,6 +255,10 @@ def run_eval(ctx, # an AppContext (answer_engine, llm, settings, log, con)
     thresholds, ungated = {**rp.tolerances, **(thresholds or {})}, {**ungated, **rp.ungated}
     regs, floors_applied = gate_run(summary, rows, baseline, thresholds, ungated, {**floors, **rp.floors},
                                     significant_only)
+    cj = conversations_judge(judges, notes, agreement, ungated)
+    conv = run_conversations(ctx, cpath, convs, judges=judges, judge=cj, rubrics=gs.rubrics,
+                             rubric_judge=(judges or [None])[0]) if convs else None
+    if conv: conv.write(report_dir); regs += conversation_regressions(conv.payload)
     warnings = run_warnings(ctx, items, summary, digest, baseline)
     judge_info = dict(on=judge, judges=[j.name for j in judges], notes=notes, agreement=agreement, ungated=ungated,
                       kappa_bar=kappa_bar, grounding_agreement=grounding, rubrics=rp.info,
@@ -243,7 +269,8 @@ def run_eval(ctx, # an AppContext (answer_engine, llm, settings, log, con)
     payload.update(inputs=inputs, since=record(plan) if plan else None, cache=cache_summary(ctx, calls),
                    calibration=inputs["calibration"], corpus=inputs["corpus"])   # what compare sets side by side
     payload["gate"]["significant_only"] = significant_only
-    res = EvalResult(summary, rows, None, None, not regs, regs, payload, warnings)
+    if conv: payload["conversations"] = conversations_summary(conv.payload)
+    res = EvalResult(summary, rows, None, None, not regs, regs, payload, warnings, conv)
     res.write(report_dir)
     return res
 
@@ -277,6 +304,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--since", metavar="REPORT",
                    help="ask again only the items a change since this earlier run's report (eval-*.json) can reach; "
                         "carry the others over, and say how many were asked again and why")
+    p.add_argument("--conversations", nargs="?", const=True, metavar="FILE",
+                   help="also run the golden conversations (default FILE: conversations.yaml beside the golden set): "
+                        "every turn scored and judged with its history, conversations-<stamp>.json written beside the "
+                        "report, a leak in any turn fails the gate")
     p.add_argument("--no-cache", action="store_true",
                    help="ask the model every time, never the model-call cache (KEEL_CACHE=off does so everywhere)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -299,10 +330,12 @@ def _thresholds(specs:list[str]) -> dict:
 def _run(a, make_ctx) -> int:
     th = _thresholds(a.threshold)
     golden = read_golden_set(a.golden)        # read once; invalid input fails before any model is loaded
+    if a.conversations: load_conversations(conversations_file(golden, a.conversations))
     ctx = make_ctx(**settings_overrides(a))
     if a.no_cache: ctx.no_cache()
     res = run_eval(ctx, golden, a.report_dir, judge=not a.no_judge, baseline_path=a.baseline, thresholds=th,
-                   progress=not a.quiet, checkpoint=a.checkpoint, since=a.since, significant_only=a.significant_only)
+                   progress=not a.quiet, checkpoint=a.checkpoint, since=a.since, significant_only=a.significant_only,
+                   conversations=a.conversations)
     print_result(res)
     if a.promote and res.passed: print(f"baseline promoted: {promote_baseline(res, a.baseline)}")
     elif a.promote: print("baseline NOT promoted: the gate failed", file=sys.stderr)
