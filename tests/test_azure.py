@@ -13,7 +13,7 @@ from keel.answer.types import User
 from keel.config import load_settings
 from keel.factory import build_context
 from keel.providers.azure import AzureOpenAIEmbeddings, AzureOpenAILLM, AzureSearchIndex, acl_filter
-from keel.providers.azure_standin import AzureStandIn
+from keel.testing.azure import AzureStandIn
 from keel.providers.base import check_embeddings, check_llm, check_vector_index, effective_tags
 from keel.providers.faiss import FaissIndex, build_from_db
 
