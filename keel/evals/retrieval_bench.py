@@ -19,7 +19,7 @@ from ..stats import paired_randomisation
 from .gate import meets, FloorCheck, report_head
 from .core import norm, document_matches, mean_by_key
 from .metrics import query_measures, trec_order
-from .retrieval_data import Judgment, Dataset, Gate, LEVELS, load_dataset, passage
+from .retrieval_data import Judgment, Dataset, RetrievalGate, LEVELS, load_dataset, passage
 
 # %% auto #0
 __all__ = ['BENCH_TAGS', 'System', 'corpus_context', 'CachedEmbeddings', 'trec_docno', 'judge_ranking', 'metric_key',
@@ -268,12 +268,12 @@ def compare(self:BenchmarkResult, a:str, b:str, level:str, metric:str) -> tuple[
     return (sum(xa) - sum(xb)) / len(ids), paired_randomisation(xa, xb, self.permutations, self.seed)
 
 # %% ../../nbs/50b_evals_retrieval_bench.ipynb #3b2d08d2
-def gate_name(g:Gate) -> str:
+def gate_name(g:RetrievalGate) -> str:
     "How a retrieval gate's bound is named in its check and its failure: system, level and metric."
     return f"{g.system} {g.level} {metric_key(g.metric, g.cutoff)}"
 
 # %% ../../nbs/50b_evals_retrieval_bench.ipynb #7bd25882
-def _gate_result(res:BenchmarkResult, g:Gate) -> FloorCheck:
+def _gate_result(res:BenchmarkResult, g:RetrievalGate) -> FloorCheck:
     key, check = metric_key(g.metric, g.cutoff), lambda v, ok, why="": FloorCheck(gate_name(g), float(g.minimum),
                                                                                  "at least", v, ok, why)
     if g.system.startswith("delta:"):

@@ -15,7 +15,7 @@ from ..ingest.loaders import LoadedDocument, Page
 from .core import SourceRef, invalid, check_keys, text_value, int_value, number_value
 
 # %% auto #0
-__all__ = ['METRICS', 'LEVELS', 'Judgment', 'Case', 'Gate', 'Dataset', 'parse_dataset', 'load_dataset', 'passage',
+__all__ = ['METRICS', 'LEVELS', 'Judgment', 'Case', 'RetrievalGate', 'Dataset', 'parse_dataset', 'load_dataset', 'passage',
            'passages_from_db', 'load_beir', 'beir_documents', 'load_trec']
 
 # %% ../../nbs/50a_evals_retrieval_data.ipynb #21e11c9a
@@ -41,7 +41,7 @@ class Case:
 
 # %% ../../nbs/50a_evals_retrieval_data.ipynb #5298428c
 @dataclass
-class Gate:
+class RetrievalGate:
     "A minimum for one metric of one system (or of the difference between two)."
     id: str
     system: str                  # a system name, `all`, or `delta:<a>-<b>`
@@ -57,7 +57,7 @@ class Dataset:
     id: str
     cutoffs: list[int]
     cases: list[Case]
-    gates: list[Gate] = field(default_factory=list)
+    gates: list[RetrievalGate] = field(default_factory=list)
     digest: str = ""             # sha256 of the file's bytes (or of the imported sources)
     version: int = 1
     source: str = ""
@@ -92,7 +92,7 @@ def _case(c, i) -> Case:
                 [_judgment(j, f"{where} judgments[{n}]") for n, j in enumerate(js)], tags)
 
 # %% ../../nbs/50a_evals_retrieval_data.ipynb #662307e3
-def _gate(g, i, cutoffs) -> Gate:
+def _gate(g, i, cutoffs) -> RetrievalGate:
     where = f"gates[{i}]" + (f" (gate {g.get('id')!r})" if isinstance(g, dict) and g.get("id") else "")
     check_keys(g, _GATE, ("id", "system", "level", "metric"), where)
     minimum = number_value(g.get("minimum"), f"{where}.minimum")
@@ -105,7 +105,7 @@ def _gate(g, i, cutoffs) -> Gate:
     if g["metric"] in ("recall", "precision", "ndcg") and cut not in cutoffs:
         invalid(f"{where}.cutoff", f"{g['metric']} needs a cutoff from the dataset's cutoffs {cutoffs}, got {cut!r}")
     if g["metric"] in ("mrr", "map") and cut is not None: invalid(f"{where}.cutoff", f"{g['metric']} takes no cutoff")
-    return Gate(text_value(str(g["id"]), f"{where}.id"), system, g["level"], g["metric"], minimum, cut)
+    return RetrievalGate(text_value(str(g["id"]), f"{where}.id"), system, g["level"], g["metric"], minimum, cut)
 
 # %% ../../nbs/50a_evals_retrieval_data.ipynb #dd659624
 def parse_dataset(data, # the parsed YAML
