@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(tempfile.gettempdir()) / "keel-harness-identity-data"
 VOLATILE = re.compile(
     r"(stamp|created_at|run_id|measured_in|latency|_ms$|^ms$|seconds|wall_s|request_id|report|path|"
-    r"data_dir|code_digest|keel_commit|keel_version|checkpoint|html|json$|promoted_at)"
+    r"data_dir|code_digest|keel_commit|keel_version|checkpoint|html|json$|promoted_at|^commit$|^label$)"
 )
 
 
@@ -72,8 +72,9 @@ def capture(out: Path, code: str | None):
 def _clean(x, ignore):
     if isinstance(x, dict):
         return {k: _clean(v, ignore) for k, v in x.items() if not VOLATILE.search(k) and k not in ignore}
-    if isinstance(x, list):  # a table row of an ignored metric goes too
-        return [_clean(v, ignore) for v in x if not (isinstance(v, dict) and v.get("metric") in ignore)]
+    if isinstance(x, list):  # a table row of an ignored metric goes too, and a compared field that always changes
+        return [_clean(v, ignore) for v in x if not (isinstance(v, dict) and (v.get("metric") in ignore
+                                                                              or VOLATILE.search(v.get("field") or "~")))]
     return round(x, 12) if isinstance(x, float) else x
 
 
