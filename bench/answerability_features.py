@@ -3,7 +3,7 @@ PubMedQA dev (500 questions and abstracts), each asked twice through the product
 directory that bench/corpora.py builds (one passage per abstract, the current retrieval defaults): with its cited
 documents visible (label 1, the documents answer it) and with them masked the way a permission filter masks them
 (label 0). Also records the old gate's number (the best hit's relevance), where the cited document ranked, and the time
-the scoring took. Writes bench/answerability-features.csv, which nbs/13d_retrieval_answerability.ipynb fits the default
+the scoring took. Writes data/answerability-features.csv, which nbs/13d_retrieval_answerability.ipynb fits the default
 calibration on. Build the corpora first (`python bench/corpora.py scifact`, `... pubmedqa`; minutes of embedding on
 two cores, cached after). Usage:
     .venv/bin/python bench/answerability_features.py [scifact pubmedqa] [--limit N] [--chunked] [--ldo]
@@ -19,7 +19,7 @@ retrieval returned is embedded with the corpus's embedding model (vectors cached
 bench/.cache/embeddings/sentences-<corpus>/, so a rerun embeds nothing), and the best cosine between the question and
 any sentence, its gaps, and the like (SENTENCE_FEATURES) are added to the rows, written in full to
 bench/.cache/answerability-sentences-<corpus>.csv and, keys and sentence features only, to
-bench/answerability-sentences.csv, which nbs/13a joins to the committed answerability-features.csv (left alone).
+data/answerability-sentences.csv, which nbs/13a joins to the committed answerability-features.csv (left alone).
 `--budget S` stops embedding after about S seconds (the cache keeps what was done; run again to go on), so each run
 fits the heavy-run lock's slot; the rate (sentences/s) is printed as it goes. With `--ldo` it prints the held-out
 figures for the shipped features, shipped + sentence features, and sentence features alone.
@@ -32,8 +32,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import corpora
 
-OUT = HERE/"answerability-features.csv"
-SENTENCES_OUT = HERE/"answerability-sentences.csv"
+OUT = HERE.parent/"data"/"answerability-features.csv"
+SENTENCES_OUT = HERE.parent/"data"/"answerability-sentences.csv"
 
 def questions(folder:Path, split:str) -> list[dict]:
     "The judged questions of a BEIR folder with the documents each one cites."

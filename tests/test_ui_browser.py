@@ -4,7 +4,7 @@ A `jupyter lab` server starts on loopback (a random free port, a token, `--allow
 copies of the panel notebooks (so nothing the browser does can touch the repository's notebooks) and a link to
 `golden/`. Playwright drives Debian's Chromium, launched by its `executable_path` (no browser download). Each test opens
 a notebook, runs every cell from the Run menu, waits for the kernel to go idle, then uses the panel as a person would.
-Screenshots of each panel go to `reports/ui-*.png` (git-ignored).
+Screenshots of each panel go to `build/screenshots/ui-*.png` (git-ignored; `reports/` is for evaluation reports).
 
 Chromium comes from Debian (`make test` installs it as root when it is missing); without it these tests are skipped,
 with the reason printed.
@@ -16,7 +16,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from labdriver import ROOT, CHROMIUM, LabError, start_lab, launch, run_notebook, open_notebook, with_kernelspec
 
-SHOTS = ROOT/"reports"
+SHOTS = ROOT/"build"/"screenshots"
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed: `make install` installs the dev requirements")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (`make test` installs it as root; "
                                                           "or `apt-get install chromium`): the browser tests need it")
@@ -47,7 +47,7 @@ def browser():
 
 def shot(loc, name):
     "A screenshot of element `loc`; the page grows first when the element is taller than the window."
-    SHOTS.mkdir(exist_ok=True)
+    SHOTS.mkdir(parents=True, exist_ok=True)
     h = (loc.bounding_box() or {}).get("height", 0)
     if h > loc.page.viewport_size["height"] - 300: loc.page.set_viewport_size(dict(width=1400, height=int(h) + 400))
     loc.scroll_into_view_if_needed(); loc.screenshot(path=str(SHOTS/name))
