@@ -230,3 +230,36 @@ def test_keel_borrows_no_private_name():
     found = {str(p.relative_to(ROOT)): private_imports(p) for p in sorted((ROOT / "keel").rglob("*.py"))}
     found = {k: v for k, v in found.items() if v}
     assert found == KNOWN_PRIVATE, f"a private name imported from another module (make it public): {found}"
+
+
+# ---------------------------------------------------------------- one harness shape
+
+def _evals_classes():
+    "Every class defined in a keel.evals module, by (module, name), after every module of the wing is imported."
+    import importlib, inspect, pkgutil
+    import keel.evals
+    out = {}
+    for m in pkgutil.iter_modules(keel.evals.__path__):
+        mod = importlib.import_module(f"keel.evals.{m.name}")
+        out.update({(mod.__name__, n): c for n, c in vars(mod).items()
+                    if inspect.isclass(c) and c.__module__ == mod.__name__})
+    return out
+
+
+def test_every_harness_result_keeps_one_shape():
+    from keel.evals.gate import HarnessResult, REPORT_ROWS
+    import dataclasses
+    results = {n: c for (_, n), c in _evals_classes().items() if n.endswith("Result") and c is not HarnessResult}
+    has = lambda c, a: hasattr(c, a) or a in {f.name for f in dataclasses.fields(c)}
+    assert set(results) >= {"EvalResult", "AgentEvalResult", "RobustnessResult", "BenchmarkResult", "ReviewResult",
+                            "ClaimsResult", "CompareResult", "AclResult", "StaleResult", "ConversationsResult"}
+    missing = {n: [a for a in ("kind", "passed", "payload", "write") if not has(c, a)] for n, c in results.items()}
+    assert not {n: m for n, m in missing.items() if m}, f"results without the HarnessResult shape: {missing}"
+    assert {n: c.kind for n, c in results.items() if c.kind not in REPORT_ROWS} == {}
+    assert len({c.kind for c in results.values()}) == len(results), "two results of one kind"
+
+
+def test_one_bound_type_and_one_gate():
+    names = [n for (_, n) in _evals_classes()]
+    assert [n for n in names if n.endswith("Check")] == ["FloorCheck"], names
+    assert names.count("Gate") == 1 and not {"GateCheck", "GateResult"} & set(names)
