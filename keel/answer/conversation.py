@@ -11,7 +11,7 @@ from .types import User, Answer
 from ..providers.base import allowed
 
 # %% auto #0
-__all__ = ['Turn', 'visible_turn', 'leans_on_history', 'topic_questions', 'carry_rewrite', 'rewrite_prompt', 'check_rewrite',
+__all__ = ['Turn', 'visible_turn', 'leans_on_history', 'topic_question', 'carry_rewrite', 'rewrite_prompt', 'check_rewrite',
            'standalone', 'Conversation']
 
 # %% ../../nbs/31b_answer_conversation.ipynb #dfc6d795
@@ -43,13 +43,10 @@ def _titles(a:Answer|None) -> list[str]:
         if c.title and c.title not in out: out.append(c.title)
     return out
 
-def topic_questions(turns:list[Turn]) -> list[str]:
-    "The questions a follow-up continues: back from the last turn to the last one that stood alone (two at most)."
-    out = []
-    for t in reversed(turns):
-        out.insert(0, t.question.strip())
-        if not leans_on_history(t.question) or len(out) == 2: break
-    return out
+def topic_question(turns:list[Turn]) -> str:
+    "The question that set a follow-up's topic: the last turn that stood alone, else the first turn."
+    return next((t.question.strip() for t in reversed(turns) if not leans_on_history(t.question)),
+                turns[0].question.strip())
 
 def carry_rewrite(question:str, # the follow-up as asked
                   turns:list[Turn], # the conversation so far, oldest first
@@ -57,9 +54,8 @@ def carry_rewrite(question:str, # the follow-up as asked
     "The follow-up with the previous visible turn's query and cited titles carried; unchanged when it stands alone."
     seen = [t for t in turns if visible_turn(t, tags) and not getattr(t.answer, "refused", False)]
     if not seen or not leans_on_history(question): return question
-    topic = topic_questions(seen)
     titles = [x for x in _titles(seen[-1].answer) if x.lower() not in question.lower()]
-    return f"{question} (following: {'; '.join(topic + titles)})" 
+    return f"{question} (following: {'; '.join([topic_question(seen)] + titles)})"
 
 # %% ../../nbs/31b_answer_conversation.ipynb #22275221
 def rewrite_prompt(question:str, turns:list[Turn], tags, limit:int=240) -> str:
