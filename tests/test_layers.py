@@ -6,11 +6,13 @@ function ties two modules as firmly as one at the top, it only waits for the fir
 `keel.evals.run`; `importlib.import_module("keel.x")` with a literal name counts too. The layers are the module
 map's in CONTRIBUTING.md, lowest first; a module of a package not placed there fails until it is.
 """
-import ast, re
+import ast, sys
 from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+from import_check import unused_imports, private_imports   # the check tools/check_clean.py runs
 
 # the module map's layers, lowest first; a name covers the module and everything under it (the longest name wins)
 LAYERS = [
@@ -181,28 +183,6 @@ def test_only_entry_points_import_the_factory(keel):
 
 
 # ---------------------------------------------------------------- imports that do nothing, private names borrowed
-
-def unused_imports(path:Path) -> list[str]:
-    "`name (line)` for each module-level import of `path` the module never names (nor lists in `__all__`)."
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-    named = {w for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
-             for w in re.findall(r"[A-Za-z_]\w*", n.value)}       # a name in a string: __all__, a source list
-    out = []
-    for n in tree.body:
-        if not isinstance(n, (ast.Import, ast.ImportFrom)) or getattr(n, "module", None) == "__future__": continue
-        for a in n.names:
-            name = (a.asname or a.name).split(".")[0]
-            if a.name != "*" and name not in used | named: out.append(f"{name} (line {n.lineno})")
-    return out
-
-
-def private_imports(path:Path) -> list[str]:
-    "`module.name` for each `_name` imported from another module (a dunder is not private)."
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    return [f"{n.module}.{a.name}" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module
-            for a in n.names if a.name.startswith("_") and not a.name.startswith("__")]
-
 
 def test_the_checks_see_an_unused_and_a_private_import(tmp_path):
     f = tmp_path / "m.py"

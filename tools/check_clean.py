@@ -1,5 +1,6 @@
 """Fail when `nbdev_export`, `nbdev_clean` or the README generator would change a tracked source, or when an exported
-line is longer than 120 characters.
+line is longer than 120 characters, or when an exported module imports a name it never uses or a private name of
+another module (`tools/import_check.py`).
 
 The notebooks are the source of truth: `keel/` must be exactly their export, the notebooks must be
 clean (no outputs, counts or kernel metadata), and README.md must be the render of nbs/index.ipynb.
@@ -13,6 +14,7 @@ BIN = Path(sys.executable).parent
 WATCH = ['keel', 'nbs', 'README.md']
 sys.path.insert(0, str(ROOT/'tools'))
 from wrap_lines import LIMIT, exported_long_lines
+from import_check import findings as import_findings
 
 def snapshot():
     "Digest of every file under the watched paths."
@@ -41,7 +43,12 @@ def main():
               f'(python tools/wrap_lines.py NOTEBOOK) and export again:')
         for f, i in long: print(f'   {f}:{i}')
         sys.exit(1)
+    bad = import_findings(ROOT)
+    if bad:
+        print('imports to remove from the notebooks\' exported cells, or names to make public (tools/import_check.py):')
+        for b in bad: print('  ', b)
+        sys.exit(1)
     print(f'export, clean and README are in step ({len(after)} files checked); '
-          f'no exported line over {LIMIT} characters')
+          f'no exported line over {LIMIT} characters; no unused or private import')
 
 if __name__ == '__main__': main()
