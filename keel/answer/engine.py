@@ -20,10 +20,10 @@ from .jsonschema import validate
 from .conversation import standalone
 
 # %% auto #0
-__all__ = ['best_sentence', 'citation_for', 'resolve_citations', 'infer_citations', 'ranked_sentences', 'SentenceRanking',
-           'extract', 'evidence_passages', 'evidence_text', 'yes_no', 'quantities', 'says_nothing', 'repair_focus',
-           'AnswerEngine', 'model_location', 'lead_sentence', 'parse_json_reply', 'digest', 'answer_inputs',
-           'format_answer']
+__all__ = ['CARRIED_WEIGHT', 'best_sentence', 'citation_for', 'resolve_citations', 'infer_citations', 'ranked_sentences',
+           'SentenceRanking', 'focus_of', 'extract', 'evidence_passages', 'evidence_text', 'yes_no', 'quantities',
+           'says_nothing', 'repair_focus', 'AnswerEngine', 'model_location', 'lead_sentence', 'parse_json_reply',
+           'digest', 'answer_inputs', 'format_answer']
 
 # %% ../../nbs/31_answer_engine.ipynb #d7dbe3fc
 def best_sentence(text:str, # the passage
@@ -61,22 +61,27 @@ def infer_citations(text:str, hits:list[ChunkHit], most:int=2) -> list[Citation]
     return [citation_for(n, hits[n - 1], text, inferred=True) for n in ns]
 
 # %% ../../nbs/31_answer_engine.ipynb #713b5faa
-def ranked_sentences(question:str, # the user's question
+CARRIED_WEIGHT = 0.3   # a word a follow-up's standalone query carried from earlier turns, against 1 for its own
+
+def ranked_sentences(question:str, # the user's question (a follow-up's standalone query)
                      hits:list[ChunkHit], # the permitted passages, numbered in this order
-                     k1:float=1.2, b:float=.75) -> list[tuple[float, int, str]]:
+                     k1:float=1.2, b:float=.75,
+                     focus:str|None=None # a follow-up as asked: words of `question` not in it weigh `CARRIED_WEIGHT`
+                    ) -> list[tuple[float, int, str]]:
     "(score, source number, sentence) for every sentence of `hits` sharing a content word with `question`, best first."
     sents, seen = [], set()
     for n, h in enumerate(hits, 1):
         for i, s in enumerate(statements(h.text)):
             key = " ".join(s.lower().split())
             if key not in seen: seen.add(key); sents.append((n, i, s, terms(s)))
-    q = set(terms(question))
+    q, own = set(terms(question)), set(terms(focus)) if focus else None
     if not sents or not q: return []
+    w = {t: 1.0 if own is None or t in own else CARRIED_WEIGHT for t in q}
     df = Counter(t for *_, ts in sents for t in set(ts))
     avg = sum(len(ts) for *_, ts in sents) / len(sents) or 1
     def score(ts):
         tf = Counter(ts)
-        return sum(math.log(1 + (len(sents) - df[t] + .5) / (df[t] + .5)) * tf[t] * (k1 + 1) / (
+        return sum(w[t] * math.log(1 + (len(sents) - df[t] + .5) / (df[t] + .5)) * tf[t] * (k1 + 1) / (
             tf[t] + k1 * (1 - b + b * len(ts) / avg))
                    for t in q if t in tf)
     ranked = sorted(((score(ts) + .1 * hits[n - 1].relevance, -n, -i, s, n) for n, i, s, ts in sents if q & set(ts)),
@@ -85,11 +90,16 @@ def ranked_sentences(question:str, # the user's question
 
 class SentenceRanking:
     "`ranked_sentences` for one question, computed once per list of passages and reused: one per answer."
-    def __init__(self, question:str): self.question, self._done = question, {}
+    def __init__(self, question:str, focus:str|None=None): self.question, self.focus, self._done = question, focus, {}
     def __call__(self, hits:list[ChunkHit]) -> list[tuple[float, int, str]]:
         key = tuple((h.chunk_id, h.text, h.relevance) for h in hits)
-        if key not in self._done: self._done[key] = ranked_sentences(self.question, hits)
+        if key not in self._done: self._done[key] = ranked_sentences(self.question, hits, focus=self.focus)
         return self._done[key]
+
+def focus_of(a:Answer) -> str|None:
+    "A follow-up's words as asked when its standalone query carried earlier turns' words, else None."
+    c = a.conversation or {}
+    return c.get("asked") if c.get("rewrite") == "carry" else None
 
 def extract(question:str, # the user's question
             hits:list[ChunkHit], # the permitted passages, numbered in this order
@@ -477,7 +487,7 @@ def _add_usage(a:Answer, res:ChatResult, tm:dict):
 
 @patch
 def _generative(self:AnswerEngine, question, user, hits, a:Answer, t0) -> Answer:
-    rank = SentenceRanking(question)            # ranked once per list of passages, for the whole answer
+    rank = SentenceRanking(question, focus_of(a))   # ranked once per list of passages, for the whole answer
     prompt, hits, budget = self._fit(question, hits, rank=rank)
     res, tm = self._generate(prompt)
     _add_usage(a, res, tm)
@@ -496,14 +506,14 @@ def _generative(self:AnswerEngine, question, user, hits, a:Answer, t0) -> Answer
 
 @patch
 def _extractive(self:AnswerEngine, question, user, hits, a:Answer, t0) -> Answer:
-    text, _ = extract(question, hits)
+    text, _ = extract(question, hits, ranked=ranked_sentences(question, hits, focus=focus_of(a)))
     if not text: a.text, a.refused, a.produced_by = REFUSAL, True, "refusal"
     else: (a.text, a.citations), a.produced_by = resolve_citations(text, hits), "extractive"
     return self._finish(a, user, question, t0, dict(reason="no supporting sentence" if a.refused else None))
 
 @patch
 def _evidence(self:AnswerEngine, question, user, hits, a:Answer, t0) -> Answer:
-    shown = evidence_passages(question, hits, user.tags)
+    shown = evidence_passages(question, hits, user.tags, ranked=ranked_sentences(question, hits, focus=focus_of(a)))
     if not shown:
         a.text, a.refused, a.produced_by = REFUSAL, True, "refusal"
         return self._finish(a, user, question, t0, dict(reason="in the evidence band, but no passage to show"))
