@@ -2,13 +2,19 @@
 
 Manual prose (Debian's HTML manuals, cut as `keel ingest` cuts them; see bench/screen_manuals.py) is full of what the
 screen's features key on: imperatives ("do not use X", "set Y before Z"), second person, code, *ignore*, *override*,
-*always*. Only chunks of the manuals' `tune` pages (by page hash) are added, as benign passages whose template is
-their page (so the cross-validation that sets the threshold keeps a page's chunks in one fold), at most `--per-manual`
-per manual, chosen by chunk hash. The `held_out` pages and any manual not named in `--manuals` inform nothing.
+*always*. Only the manuals' `tune` pages (by page hash) are used, in two halves by a second hash: chunks of the *fit*
+pages are added as benign passages whose template is their page (so the cross-validation keeps a page's chunks in one
+fold), at most `--per-manual` per manual, chosen by chunk hash; every chunk of the *calibration* pages is scored by the
+fitted model and never fitted (`fit_screen(calibration=)`). The `held_out` pages and any manual not named in
+`--manuals` inform nothing.
 
 Benign passages are fitted on every view the screen scores (sentences, decodings), not only their main view
-(`--main-views-only`: as `fit_screen` does): every false quarantine measured on the manuals was on a short sentence
-view such as "this object is defined as follows:", which the shipped model never saw in training.
+(`fit_screen(benign_views=True)`; `--main-views-only` leaves it off): every false quarantine the learned layer made on
+the manuals was on a short sentence view such as "note this function is async-signal-safe.", which a model fitted on main views
+never saw. The threshold keeps both budgets: at most 2% of the labelled benign passages out of fold, and at most
+`--manual-pages` (1%) of the pages with a chunk over it (`kind_fpr`), out of fold on the fit pages and on the
+calibration pages. Chunks of pages the model was fitted on score lower than pages it never saw, so the calibration
+pages are what set it.
 
 Writes the refitted model (`--out`, default: the packaged `keel/safety/screen_model.json` with `--install`), the ids
 of the manual chunks it was fitted on (bench/results/screen-manuals-train-ids.json: manual, page, chunk index, the
@@ -16,7 +22,8 @@ SHA-256 of the chunk's text; the text itself is not committed), and the attack r
 splits: the labelled set's `held_out` split, the blind set (`golden/safety/independent_set.jsonl`) and the other
 author's set (`golden/safety/injection_set.yaml`), under the default rule (patterns + learned layer).
 
-    nice -n 10 .venv/bin/python bench/screen_manual_fit.py [--manuals python3-doc sqlite3-doc] [--per-manual 800] [--install]
+    nice -n 10 .venv/bin/python bench/screen_manual_fit.py [--manuals python3-doc sqlite3-doc] [--per-manual 800]
+        [--manual-pages 0.01] [--install]
 """
 import argparse, hashlib, json, sys, time
 from pathlib import Path
@@ -26,29 +33,27 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT)); sys.path.insert(0, str(HERE))
 from keel.safety.learned import load_screen_set, fit_screen, save_model, load_model, _default_path
 from keel.safety.screen import screen, load_injection_set
-from screen_manuals import MANUALS, manual_pages, split_of
-import keel.safety.learned as L
+from screen_manuals import MANUALS, INFORMED, manual_pages, split_of
 
-def _fit_all_views(items, y, C, min_df, class_weight=None):
-    "The candidate recipe: the items' main views and every other view of a benign item (benign too)."
-    import numpy as np
-    from sklearn.linear_model import LogisticRegression
-    texts = [L._views_of(i["text"])[0] for i in items]
-    more = [v for i, l in zip(items, y) if not l for v in L._views_of(i["text"])[1:]]   # sentences, decodings
-    X, vocab = L._matrix(texts + more, min_df=min_df, class_weight=class_weight)
-    yy = np.concatenate([np.asarray(y), np.zeros(len(more), dtype=int)])
-    return LogisticRegression(C=C, max_iter=3000, class_weight="balanced").fit(X, yy), vocab
+def half_of(rel:str) -> str:
+    "fit or calibration, for a tune page: the second hex digit of its path's SHA-256."
+    return "fit" if hashlib.sha256(rel.encode()).hexdigest()[1] < "8" else "calibration"
 
-def manual_negatives(names, per_manual:int) -> list[dict]:
-    "Benign passages from the tune pages of the named manuals, at most `per_manual` each, chosen by chunk hash."
+def manual_chunks(names, half:str) -> list[dict]:
+    "Every chunk of the named manuals' tune pages in one half, as a benign passage whose template is its page."
     out = []
     for name in names:
         _, pages = manual_pages(Path(MANUALS[name]))
-        xs = [dict(id=f"{name}:{rel}#{k}", label="benign", kind="manual", lang="en", template=f"{name}:{rel}",
-                   split="train", text=t, sha256=hashlib.sha256(t.encode()).hexdigest())
-              for rel, texts in pages if split_of(rel) == "tune" for k, t in enumerate(texts)]
-        out += sorted(xs, key=lambda i: i["sha256"])[:per_manual]
+        out += [dict(id=f"{name}:{rel}#{k}", label="benign", kind="manual", lang="en", template=f"{name}:{rel}",
+                     split="train", text=t, sha256=hashlib.sha256(t.encode()).hexdigest())
+                for rel, texts in pages if split_of(rel) == "tune" and half_of(rel) == half for k, t in enumerate(texts)]
     return out
+
+def manual_negatives(names, per_manual:int) -> list[dict]:
+    "Benign passages from the fit half of the named manuals' tune pages, at most `per_manual` each, by chunk hash."
+    xs = manual_chunks(names, "fit")
+    return [i for n in names for i in sorted((i for i in xs if i["id"].startswith(n + ":")),
+                                             key=lambda i: i["sha256"])[:per_manual]]
 
 def recall(m, items) -> dict:
     "Recall on attacks and FPR on benign passages under the default rule (patterns or the model over its threshold)."
@@ -66,19 +71,23 @@ def attack_sets() -> dict:
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--manuals", nargs="*", default=["python3-doc", "sqlite3-doc"])
+    ap.add_argument("--manuals", nargs="*", default=list(INFORMED))
     ap.add_argument("--per-manual", type=int, default=800)
     ap.add_argument("--install", action="store_true", help="write the packaged model")
     ap.add_argument("--out", type=Path, default=None)
-    ap.add_argument("--main-views-only", action="store_true", help="fit on main views alone, as the notebook does")
+    ap.add_argument("--main-views-only", action="store_true", help="fit benign passages on their main views alone")
+    ap.add_argument("--manual-pages", type=float, default=0.01, help="share of manual pages the layer may flag")
     a = ap.parse_args()
-    if not a.main_views_only: L._fit = _fit_all_views     # the shipped fit trains on main views only
     t0 = time.process_time()
     train = [i for i in load_screen_set(ROOT/"golden/safety/screen_set.jsonl") if i.get("split") == "train"]
     neg = manual_negatives(a.manuals, a.per_manual)
-    print(f"{len(train)} labelled passages + {len(neg)} manual chunks", flush=True)
-    m = fit_screen(train + [{k: v for k, v in i.items() if k != "sha256"} for i in neg])
-    m.meta["manual_negatives"] = dict(manuals=a.manuals, per_manual=a.per_manual, n=len(neg))
+    cal = manual_chunks(a.manuals, "calibration")
+    print(f"{len(train)} labelled passages + {len(neg)} manual chunks; {len(cal)} calibration chunks", flush=True)
+    strip = lambda xs: [{k: v for k, v in i.items() if k != "sha256"} for i in xs]
+    m = fit_screen(train + strip(neg), benign_views=not a.main_views_only, kind_fpr={"manual": a.manual_pages},
+                   calibration=strip(cal))
+    m.meta["manual_negatives"] = dict(manuals=a.manuals, per_manual=a.per_manual, n=len(neg),
+                                      calibration_pages=len({i["template"] for i in cal}))
     out = a.out or (_default_path() if a.install else HERE/"results"/"screen-model-candidate.json")
     before = load_model()
     save_model(m, out)

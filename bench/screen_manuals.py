@@ -10,6 +10,7 @@ false-positive rate, with each flagged chunk's page, rule and score. Manuals are
 `apt-get install -y python3-doc sqlite3-doc postgresql-doc-15` (licences: bench/results/screen-manuals-SOURCE.md).
 
     .venv/bin/python bench/screen_manuals.py [--manual NAME ...] [--limit N] [--name before]
+    .venv/bin/python bench/screen_manuals.py --compare before after     # bench/results/screen-manuals.md
 """
 import argparse, hashlib, json, sys, time
 from pathlib import Path
@@ -66,13 +67,44 @@ def measure(name:str, root:Path, limit:int|None, screen_fn) -> dict:
         r["chunk_fpr"] = round(r["chunks_flagged"] / max(r["chunks"], 1), 5)
     return dict(manual=name, pages=n, loaded=len(docs), splits=res, flagged=flagged)
 
+def compare_table(before:dict, after:dict, attacks:dict|None=None) -> str:
+    "Markdown: pages with a quarantined chunk and chunk FPR per manual and split, before and after; attack recall beside."
+    def split(run, man, s):
+        return next(m["splits"][s] for m in run["manuals"] if m["manual"] == man)
+    lines = ["| manual | split | informs | pages | pages flagged (before → after) | chunks | chunk FPR (before → after) |",
+             "|---|---|---|---|---|---|---|"]
+    for m in after["manuals"]:
+        for s in ("tune", "held_out"):
+            b, a = split(before, m["manual"], s), split(after, m["manual"], s)
+            informs = "yes" if s == "tune" and m["manual"] in INFORMED else "no"
+            lines.append(f"| {m['manual']} | {s} | {informs} | {a['pages']} | {b['pages_flagged']} ({b['page_share']:.1%}) → "
+                         f"{a['pages_flagged']} ({a['page_share']:.1%}) | {a['chunks']} | {b['chunk_fpr']:.2%} → {a['chunk_fpr']:.2%} |")
+    if attacks:
+        lines += ["", "| attack set (held out) | attacks | recall (before → after) | benign | FPR (before → after) |",
+                  "|---|---|---|---|---|"]
+        for n, r in attacks["sets"].items():
+            b, a = r["before"], r["after"]
+            lines.append(f"| {n} | {a['attacks']} | {b['recall']:.3f} → {a['recall']:.3f} | {a['benign']} | "
+                         f"{b['fpr']:.3f} → {a['fpr']:.3f} |")
+    return "\n".join(lines) + "\n"
+
+INFORMED = ("python3-doc", "sqlite3-doc")   # their tune pages may inform the screen; PostgreSQL's never do
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--manual", nargs="*", default=list(MANUALS))
     ap.add_argument("--limit", type=int, default=None, help="an even sample of N pages per manual")
     ap.add_argument("--name", default="current")
     ap.add_argument("--model", type=Path, default=None, help="a model file instead of the packaged one")
+    ap.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"), help="two runs' names: write the side-by-side table")
     a = ap.parse_args()
+    if a.compare:
+        runs = [json.loads((HERE/"results"/f"screen-manuals-{n}.json").read_text()) for n in a.compare]
+        att = HERE/"results"/"screen-manuals-attacks.json"
+        md = HERE/"results"/"screen-manuals.md"
+        md.write_text(f"# The injection screen on Debian's HTML manuals: {a.compare[0]} → {a.compare[1]}\n\n"
+                      + compare_table(*runs, json.loads(att.read_text()) if att.exists() else None))
+        print(md.read_text()); return
     m, t0 = (load_model(a.model) if a.model else default_model()), time.process_time()
     out = dict(screen="patterns + learned", model=str(a.model or "packaged"), threshold=round(m.threshold, 3), limit=a.limit, manuals=[])
     for n in a.manual:

@@ -708,10 +708,13 @@ def _matrix(texts:list[str], vocab=None, min_df:int=2, class_weight:float|None=N
     return csr_matrix((vals, (rows, cols)), shape=(len(texts), len(vocab))), vocab
 
 # %% ../../nbs/20a_safety_learned.ipynb #60c98b15
-def _fit(items, y, C, min_df, class_weight=None):
-    "A logistic regression on the items' main views, and its vocabulary."
+def _fit(items, y, C, min_df, class_weight=None, benign_views:bool=False):
+    "Logistic regression on main views (with `benign_views`, every view of a benign item too); its vocabulary."
+    import numpy as np
     from sklearn.linear_model import LogisticRegression
-    X, vocab = _matrix([_views_of(i["text"])[0] for i in items], min_df=min_df, class_weight=class_weight)
+    more = [v for i, l in zip(items, y) if not l for v in _views_of(i["text"])[1:]] if benign_views else []
+    X, vocab = _matrix([_views_of(i["text"])[0] for i in items] + more, min_df=min_df, class_weight=class_weight)
+    y = np.concatenate([np.asarray(y), np.zeros(len(more), dtype=int)])
     return LogisticRegression(C=C, max_iter=3000, class_weight="balanced").fit(X, y), vocab
 
 def _score(lr, vocab, items, class_weight=None):
@@ -730,25 +733,39 @@ def _lowest(scores, allowed:float) -> float:
     k = int(math.floor(allowed * len(s)))
     return float(min(0.999, s[k] + 1e-6)) if len(s) > k else 0.0
 
-def _thresholds(items, y, C, min_df, target_fpr, target_fpr_both, folds, cw=None) -> tuple[float, float, dict]:
+def _kind_threshold(items, scores, kind_fpr) -> float:
+    "The lowest threshold at which at most `kind_fpr[k]` of kind k's documents have a passage over it, for each k."
+    import numpy as np
+    out = 0.0
+    for k, f in (kind_fpr or {}).items():
+        docs = {}
+        for i, s in zip(items, scores):
+            if i.get("kind") == k: docs[i.get("template", i["id"])] = max(s, docs.get(i.get("template", i["id"]), 0.0))
+        if docs: out = max(out, _lowest(np.array(list(docs.values())), f))
+    return out
+
+def _thresholds(items, y, C, min_df, target_fpr, target_fpr_both, folds, cw=None, benign_views=False,
+                kind_fpr=None) -> tuple[float, float, dict]:
     "`threshold` and `confirm` from out-of-fold scores of the training items (see above), and the out-of-fold figures."
     from sklearn.model_selection import GroupKFold
     import numpy as np
     oof = np.zeros(len(items))
     groups = [i.get("family", "?") if i["label"] == "injection" else i.get("template", i["id"]) for i in items]
     for tr, te in GroupKFold(n_splits=folds).split(items, y, groups):
-        lr, vocab = _fit([items[k] for k in tr], y[tr], C, min_df, cw)
+        lr, vocab = _fit([items[k] for k in tr], y[tr], C, min_df, cw, benign_views)
         oof[te] = _score(lr, vocab, [items[k] for k in te], cw)
-    neg = y == 0
-    thr = max(0.5, _lowest(oof[neg], target_fpr))
+    own = (y == 0) & np.array([i.get("kind") in (kind_fpr or {}) for i in items])   # kinds with budgets of their own
+    neg = (y == 0) & ~own                               # `target_fpr` is spent on the other benign passages only
+    thr = max(0.5, _lowest(oof[neg], target_fpr),
+              _kind_threshold([i for i, o in zip(items, own) if o], oof[own], kind_fpr))
     pat = np.array([screen(i["text"]).quarantine for i in items])
     left = max(0.0,
                target_fpr_both - float((oof[neg] >= thr).mean()))    # what the confirmed pattern quarantines may add
     extra = neg & pat & (oof < thr)
     conf = _lowest(oof[extra], left * neg.sum() / max(1, extra.sum())) if extra.any() else 0.0
-    flag = (oof >= thr) | (pat & (oof >= conf))
-    return thr, conf, dict(oof_recall=round(float(flag[~neg].mean()), 4), oof_fpr=round(float(flag[neg].mean()), 4),
-                           oof_recall_learned=round(float((oof[~neg] >= thr).mean()), 4))
+    flag, inj = (oof >= thr) | (pat & (oof >= conf)), y == 1
+    return thr, conf, dict(oof_recall=round(float(flag[inj].mean()), 4), oof_fpr=round(float(flag[neg].mean()), 4),
+                           oof_recall_learned=round(float((oof[inj] >= thr).mean()), 4))
 
 # %% ../../nbs/20a_safety_learned.ipynb #f1d0f023
 def fit_screen(items:list[dict], # labelled passages: text, label (injection|benign), family (attacks), template
@@ -759,19 +776,27 @@ def fit_screen(items:list[dict], # labelled passages: text, label (injection|ben
                folds:int=5, # cross-validation folds for the thresholds
                threshold:float|None=None, # a threshold to use instead of deriving one (skips the cross-validation)
                confirm:float=0.0, # with `threshold`: the confirmation score for pattern quarantines
-               class_weight:float|None=None # word-class features' weight (None: `CLASS_WEIGHT`; 0: none)
+               class_weight:float|None=None, # word-class features' weight (None: `CLASS_WEIGHT`; 0: none)
+               benign_views:bool=False, # fit every view of a benign passage (its sentences, decodings) as benign too
+               kind_fpr:dict|None=None, # {kind: share of its documents (templates) with a passage over the threshold}
+               calibration:list[dict]|None=None # benign passages never fitted; the final model keeps `kind_fpr` on them
               ) -> LearnedScreen:
     "Fit the learned screen on `items` (needs scikit-learn)."
     import numpy as np
     cw = CLASS_WEIGHT if class_weight is None else float(class_weight)
     y = np.array([i["label"] == "injection" for i in items], dtype=int)
-    thr, conf, oof = _thresholds(items, y, C, min_df, target_fpr, target_fpr_both, folds,
-                                 cw) if threshold is None else (float(threshold), float(confirm), {})
-    lr, vocab = _fit(items, y, C, min_df, cw)
+    thr, conf, oof = _thresholds(items, y, C, min_df, target_fpr, target_fpr_both, folds, cw, benign_views,
+                                 kind_fpr) if threshold is None else (float(threshold), float(confirm), {})
+    lr, vocab = _fit(items, y, C, min_df, cw, benign_views)
     names = sorted(vocab, key=vocab.get)
+    if calibration and threshold is None:
+        thr = max(thr, _kind_threshold(calibration, _score(lr, vocab, calibration, cw), kind_fpr))
+        conf = min(conf, thr)
     w = {k: float(c) for k, c in zip(names, lr.coef_[0]) if abs(c) >= 1e-4}
     meta = dict(C=C, min_df=min_df, target_fpr=target_fpr, target_fpr_both=target_fpr_both, folds=folds, n=len(items),
                 injections=int(y.sum()), views=True, class_weight=cw, **oof)
+    if benign_views or kind_fpr: meta.update(benign_views=benign_views, kind_fpr=kind_fpr or {})
+    if calibration: meta.update(calibration=len(calibration))
     return LearnedScreen(w, float(lr.intercept_[0]), thr, meta, conf)
 
 # %% ../../nbs/20a_safety_learned.ipynb #7b78a0d6
@@ -790,7 +815,7 @@ def load_screen_set(path) -> list[dict]:
     return out
 
 def train_default(set_path, out_path=None) -> LearnedScreen:
-    "Fit the packaged model on the `train` split of the labelled set and save it."
+    "Fit a model on the labelled set's `train` split alone and save it (the packaged one adds manual prose)."
     m = fit_screen([i for i in load_screen_set(set_path) if i.get("split") == "train"])
     save_model(m, out_path or _default_path())
     return m

@@ -88,8 +88,10 @@ PATTERNS = {
          r"\b(?:you are now|from now on,? you(?:'re| are| will| must)?|pretend (?:to be|you are|that you)|"
          r"act as (?:if you|an? (?:unfiltered|unrestricted|different|jailbroken|evil))|roleplay as)\b"),
         (0.55,
-         r"\b(?:developer|dan|god|jailbreak|unrestricted) mode\b|\bdo anything now\b|\byou are dan\b|"
-         r"\bno (?:content )?(?:restrictions|content policy|rules apply)\b|\bsafety rules no longer apply\b"),
+         r"\b(?:dan|god|jailbreak|unrestricted) mode\b|\b(?:enable|enter|activate|switch to|into|now in|are in) "
+         r"developer mode\b|(?:^|[.!?]\s)developer mode\b|\bdeveloper mode (?:enabled|activated|on)\b|"
+         r"\bdo anything now\b|\byou are dan\b|\bno (?:content )?restrictions\b(?! (?:on|for|in|to|of|regarding|"
+         r"about|when|if|apply to)\b)|\bno (?:content policy|rules apply)\b|\bsafety rules no longer apply\b"),
         (0.5,
          r"\b(?:instructions|guidelines|rules|directions) you were (?:given|configured with|told)\b.{0,40}\b(?:void|"
          r"obsolete|invalid|no longer|do not|don't|ignore)"),
@@ -147,8 +149,11 @@ PATTERNS = {
          r"\b(?:reply|respond|answer|say) ['\"“‘]?[a-z ]{1,30}['\"”’]? (?:to|for) (?:every|all|any|"
          r"each) (?:\w+ )?(?:question|query|request|prompt)"),
         (0.5,
-         r"\b(?:your|the) (?:answer|response|reply|output) (?:must|should|will|shall) (?:be|simply (?:be|read)|read|"
-         r"only be|always be)\b"),
+         r"\b(?:your (?:answer|response|reply|output)|the (?:answer|response|reply)) (?:must|should|will|shall) "
+         r"(?:be|simply (?:be|read)|read|only be|always be)\b"),
+        (0.5,   # "the output" of a program is described in manuals; dictated, it comes with the words to output
+         r"\bthe output (?:must|should|will|shall) (?:simply |only |always )?(?:be|read)(?: only| exactly| just)? "
+         r"?['\"“‘]"),
         (0.4, r"\b(?:always|only) (?:answer|respond|reply|say)\b.{0,40}\b(?:that|with)\b"),
         (0.45,
          r"\b(?:when|if|whenever) (?:asked|someone asks|anyone asks|the user asks)\b.{0,60}\b(?:answer|respond|reply|"
@@ -205,10 +210,18 @@ _DIRECTIVE = re.compile(r"\byou (?:must|should|will|need to|are to|shall)\b|\b(?
 _REPORTED = re.compile(r"\b(?:asks?|asking|asked|tries|try|trying|attempts?|tricks?|tricked|persuades?|"
                        r"urges?)\b (?:\w+ )?(?:you )?(?:to|into)\s*$")
 
+_MODAL = re.compile(r"\b(?:might|may|can|could|will|would|must)\b")
+_ADDRESSED = re.compile(r"\b(?:you|your|assistant|ai|model|llm|chatbot|bot)\b")
+
 def _negated(t:str, start:int) -> bool:
     "Whether the clause before `start` negates or reports what follows (\"IT will never ask you to reveal...\")."
     clause = re.split(r"[.;:!?\n]", t[max(0, start - 60):start])[-1]
     return bool(_NEG.search(clause) or _REPORTED.search(clause))
+
+def _described(t:str, start:int) -> bool:
+    "Whether the clause before `start` says what something other than the reader may do (\"tracebacks might reveal\")."
+    clause = re.split(r"[.;:!?\n]", t[max(0, start - 60):start])[-1]
+    return bool(_MODAL.search(clause)) and not _ADDRESSED.search(clause)
 
 def _families(t:str) -> dict[str, tuple[float, str]]:
     "The strongest match of each pattern family in normalised text: {family: (weight, snippet)}."
@@ -217,6 +230,7 @@ def _families(t:str) -> dict[str, tuple[float, str]]:
         for w, rx in pats:
             for m in rx.finditer(t):
                 if fam in ("secret_request", "exfiltration") and _negated(t, m.start()): continue
+                if fam == "secret_request" and _described(t, m.start()): continue
                 w2 = w * 0.2 if any(a <= m.start() and m.end() <= b for a, b in quoted) else w
                 if w2 > out.get(fam, (0, ""))[0]: out[fam] = (w2, m.group()[:80])
     roles = {m.group(1)
