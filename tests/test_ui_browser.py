@@ -162,6 +162,8 @@ def test_label_panel_accepts_rejects_and_labels_into_the_yaml_and_the_ledger(bro
     panel.locator("button.keel-accept").click()
     sync_api.expect(panel.locator(".keel-status")).to_contain_text(f"{first} edited and accepted by dana", timeout=30_000)
     sync_api.expect(panel.locator(".keel-ledger")).to_contain_text("dana")
+    # the next draft replaces the accepted one once the panel re-renders (the status can land first)
+    sync_api.expect(panel.locator(".keel-draft-head b").first).not_to_have_text(first, timeout=30_000)
     second = panel.locator(".keel-draft-head b").first.inner_text().strip()
     assert second != first
     panel.locator(".keel-reason input").fill("not what the passage says")
