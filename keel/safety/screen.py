@@ -213,14 +213,18 @@ _REPORTED = re.compile(r"\b(?:asks?|asking|asked|tries|try|trying|attempts?|tric
 _MODAL = re.compile(r"\b(?:might|may|can|could|will|would|must)\b")
 _ADDRESSED = re.compile(r"\b(?:you|your|assistant|ai|model|llm|chatbot|bot)\b")
 
+def _clause(t:str, start:int) -> str:
+    "The clause before `start` (at most 60 characters back)."
+    return re.split(r"[.;:!?\n]", t[max(0, start - 60):start])[-1]
+
 def _negated(t:str, start:int) -> bool:
     "Whether the clause before `start` negates or reports what follows (\"IT will never ask you to reveal...\")."
-    clause = re.split(r"[.;:!?\n]", t[max(0, start - 60):start])[-1]
+    clause = _clause(t, start)
     return bool(_NEG.search(clause) or _REPORTED.search(clause))
 
 def _described(t:str, start:int) -> bool:
     "Whether the clause before `start` says what something other than the reader may do (\"tracebacks might reveal\")."
-    clause = re.split(r"[.;:!?\n]", t[max(0, start - 60):start])[-1]
+    clause = _clause(t, start)
     return bool(_MODAL.search(clause)) and not _ADDRESSED.search(clause)
 
 def _families(t:str) -> dict[str, tuple[float, str]]:
