@@ -10,10 +10,10 @@ fitted model and never fitted (`fit_screen(calibration=)`). The `held_out` pages
 
 Benign passages are fitted on every view the screen scores (sentences, decodings), not only their main view
 (`fit_screen(benign_views=True)`; `--main-views-only` leaves it off): every false quarantine the learned layer made on
-the manuals was on a short sentence view such as "note this function is async-signal-safe.", which a model fitted on main views
-never saw. The threshold keeps both budgets: at most 2% of the labelled benign passages out of fold, and at most
-`--manual-pages` (1%) of the pages with a chunk over it (`kind_fpr`), out of fold on the fit pages and on the
-calibration pages. Chunks of pages the model was fitted on score lower than pages it never saw, so the calibration
+the manuals was on a short sentence view such as "note this function is async-signal-safe.", which a model fitted on
+main views never saw. The threshold keeps both budgets: at most 2% of the labelled benign passages out of fold, and
+at most `--manual-pages` (1%) of the pages with a chunk over it (`kind_fpr`), out of fold on the fit pages and on
+the calibration pages. Chunks of pages the model was fitted on score lower than pages it never saw, so the calibration
 pages are what set it.
 
 Writes the refitted model (`--out`, default: the packaged `keel/safety/screen_model.json` with `--install`), the ids
@@ -33,26 +33,27 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT)); sys.path.insert(0, str(HERE))
 from keel.safety.learned import load_screen_set, fit_screen, save_model, load_model, _default_path
 from keel.safety.screen import screen, load_injection_set
-from screen_manuals import MANUALS, INFORMED, manual_pages, split_of
+from screen_manuals import MANUALS, INFORMED, manual_pages, page_digest, split_of
 
 def half_of(rel:str) -> str:
     "fit or calibration, for a tune page: the second hex digit of its path's SHA-256."
-    return "fit" if hashlib.sha256(rel.encode()).hexdigest()[1] < "8" else "calibration"
+    return "fit" if page_digest(rel)[1] < "8" else "calibration"
 
-def manual_chunks(names, half:str) -> list[dict]:
-    "Every chunk of the named manuals' tune pages in one half, as a benign passage whose template is its page."
-    out = []
+def tune_chunks(names) -> dict[str, list[dict]]:
+    "Every chunk of the named manuals' tune pages by half (fit, calibration), as benign passages templated by page."
+    out = {"fit": [], "calibration": []}
     for name in names:
         _, pages = manual_pages(Path(MANUALS[name]))
-        out += [dict(id=f"{name}:{rel}#{k}", label="benign", kind="manual", lang="en", template=f"{name}:{rel}",
-                     split="train", text=t, sha256=hashlib.sha256(t.encode()).hexdigest())
-                for rel, texts in pages if split_of(rel) == "tune" and half_of(rel) == half for k, t in enumerate(texts)]
+        for rel, texts in pages:
+            if split_of(rel) != "tune": continue
+            out[half_of(rel)] += [dict(id=f"{name}:{rel}#{k}", label="benign", kind="manual", lang="en",
+                                       template=f"{name}:{rel}", split="train", text=t,
+                                       sha256=hashlib.sha256(t.encode()).hexdigest()) for k, t in enumerate(texts)]
     return out
 
-def manual_negatives(names, per_manual:int) -> list[dict]:
-    "Benign passages from the fit half of the named manuals' tune pages, at most `per_manual` each, by chunk hash."
-    xs = manual_chunks(names, "fit")
-    return [i for n in names for i in sorted((i for i in xs if i["id"].startswith(n + ":")),
+def manual_negatives(fit:list[dict], names, per_manual:int) -> list[dict]:
+    "At most `per_manual` chunks of each named manual's fit pages (`tune_chunks`), chosen by chunk hash."
+    return [i for n in names for i in sorted((i for i in fit if i["id"].startswith(n + ":")),
                                              key=lambda i: i["sha256"])[:per_manual]]
 
 def recall(m, items) -> dict:
@@ -80,8 +81,8 @@ def main():
     a = ap.parse_args()
     t0 = time.process_time()
     train = [i for i in load_screen_set(ROOT/"golden/safety/screen_set.jsonl") if i.get("split") == "train"]
-    neg = manual_negatives(a.manuals, a.per_manual)
-    cal = manual_chunks(a.manuals, "calibration")
+    chunks = tune_chunks(a.manuals)                      # each manual loaded and chunked once
+    neg, cal = manual_negatives(chunks["fit"], a.manuals, a.per_manual), chunks["calibration"]
     print(f"{len(train)} labelled passages + {len(neg)} manual chunks; {len(cal)} calibration chunks", flush=True)
     strip = lambda xs: [{k: v for k, v in i.items() if k != "sha256"} for i in xs]
     m = fit_screen(train + strip(neg), benign_views=not a.main_views_only, kind_fpr={"manual": a.manual_pages},

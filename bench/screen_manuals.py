@@ -26,9 +26,13 @@ from keel.safety.learned import screen_learned, default_model, load_model
 MANUALS = {"python3-doc": "/usr/share/doc/python3-doc/html", "sqlite3-doc": "/usr/share/doc/sqlite3",
            "postgresql-doc-15": "/usr/share/doc/postgresql-doc-15/html"}
 
+def page_digest(rel:str) -> str:
+    "The SHA-256 (hex) of a page's path inside its manual: what the page splits are drawn from."
+    return hashlib.sha256(rel.encode()).hexdigest()
+
 def split_of(rel:str) -> str:
     "tune or held_out, from the page's path inside its manual."
-    return "tune" if hashlib.sha256(rel.encode()).hexdigest()[0] < "8" else "held_out"
+    return "tune" if page_digest(rel)[0] < "8" else "held_out"
 
 def pages_of(root:Path, limit:int|None) -> list[Path]:
     files = sorted(p for p in root.resolve().rglob("*") if p.suffix.lower() in (".html", ".htm")
@@ -68,19 +72,21 @@ def measure(name:str, root:Path, limit:int|None, screen_fn) -> dict:
     return dict(manual=name, pages=n, loaded=len(docs), splits=res, flagged=flagged)
 
 def compare_table(before:dict, after:dict, attacks:dict|None=None) -> str:
-    "Markdown: pages with a quarantined chunk and chunk FPR per manual and split, before and after; attack recall beside."
+    "Markdown: pages with a quarantined chunk and chunk FPR per manual and split, before and after; attacks beside."
     def split(run, man, s):
         return next(m["splits"][s] for m in run["manuals"] if m["manual"] == man)
-    lines = ["| manual | split | informs | pages | pages flagged (before → after) | chunks | chunk FPR (before → after) |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| manual | split | informs | pages | pages flagged (before → after) | chunks "
+             "| chunk FPR (before → after) |", "|---|---|---|---|---|---|---|"]
     for m in after["manuals"]:
         for s in ("tune", "held_out"):
             b, a = split(before, m["manual"], s), split(after, m["manual"], s)
             informs = "yes" if s == "tune" and m["manual"] in INFORMED else "no"
-            lines.append(f"| {m['manual']} | {s} | {informs} | {a['pages']} | {b['pages_flagged']} ({b['page_share']:.1%}) → "
-                         f"{a['pages_flagged']} ({a['page_share']:.1%}) | {a['chunks']} | {b['chunk_fpr']:.2%} → {a['chunk_fpr']:.2%} |")
+            pages = [f"{r['pages_flagged']} ({r['page_share']:.1%})" for r in (b, a)]
+            lines.append(f"| {m['manual']} | {s} | {informs} | {a['pages']} | {pages[0]} → {pages[1]} "
+                         f"| {a['chunks']} | {b['chunk_fpr']:.2%} → {a['chunk_fpr']:.2%} |")
     if attacks:
-        lines += ["", "| attack set (held out) | attacks | recall (before → after) | benign | FPR (before → after) |",
+        lines += ["", "| attack set (held out) | attacks | recall (before → after) | benign "
+                      "| FPR (before → after) |",
                   "|---|---|---|---|---|"]
         for n, r in attacks["sets"].items():
             b, a = r["before"], r["after"]
@@ -96,7 +102,8 @@ def main():
     ap.add_argument("--limit", type=int, default=None, help="an even sample of N pages per manual")
     ap.add_argument("--name", default="current")
     ap.add_argument("--model", type=Path, default=None, help="a model file instead of the packaged one")
-    ap.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"), help="two runs' names: write the side-by-side table")
+    ap.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"),
+                    help="two runs' names: write the side-by-side table")
     a = ap.parse_args()
     if a.compare:
         runs = [json.loads((HERE/"results"/f"screen-manuals-{n}.json").read_text()) for n in a.compare]
