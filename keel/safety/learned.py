@@ -740,7 +740,9 @@ def _kind_threshold(items, scores, kind_fpr) -> float:
     for k, f in (kind_fpr or {}).items():
         docs = {}
         for i, s in zip(items, scores):
-            if i.get("kind") == k: docs[i.get("template", i["id"])] = max(s, docs.get(i.get("template", i["id"]), 0.0))
+            if i.get("kind") != k: continue
+            doc = i.get("template", i["id"])
+            docs[doc] = max(s, docs.get(doc, 0.0))
         if docs: out = max(out, _lowest(np.array(list(docs.values())), f))
     return out
 
