@@ -76,7 +76,7 @@ def sentence_vectors(ctx, name:str, chunk_ids, budget:float|None=None) -> tuple[
     """{chunk id: (sentences x dim) unit vectors} of the chunks' sentences (keel.answer.attribution.sentences), from
     the cache; missing ones embedded in pieces until `budget` seconds have passed. Also whether all were there."""
     from keel.answer.attribution import sentences
-    from keel.evals.retrieval_bench import CachedEmbeddings, _key
+    from keel.evals.retrieval_bench import CachedEmbeddings, cache_key
     from keel.factory import make_embeddings
     ids = sorted(set(chunk_ids))
     text = {}
@@ -85,7 +85,7 @@ def sentence_vectors(ctx, name:str, chunk_ids, budget:float|None=None) -> tuple[
         text.update(ctx.con.execute(f"SELECT id, text FROM chunks WHERE id IN ({','.join('?' * len(part))})", part))
     sents = {c: sentences(text[c]) or [text[c]] for c in ids}
     cache = CachedEmbeddings(make_embeddings(ctx.settings), corpora.CACHE/"embeddings"/f"sentences-{name}")
-    todo = list(dict.fromkeys(x for c in ids for x in sents[c] if _key(x) not in cache._load()))
+    todo = list(dict.fromkeys(x for c in ids for x in sents[c] if cache_key(x) not in cache._load()))
     total = sum(map(len, sents.values()))
     print(f"{name}: {len(ids)} passages, {total} sentences, {len(todo)} to embed", file=sys.stderr, flush=True)
     t0, done = time.perf_counter(), 0

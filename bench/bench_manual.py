@@ -17,7 +17,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 from keel.ingest.loaders import load
 from keel.ingest.chunking import chunk_document, chunk_warnings, MIN_CHUNK
-from keel.ingest.boilerplate import BlockCounts, keys_of, block_spans, _dropped, strip_boilerplate
+from keel.ingest.boilerplate import BlockCounts, keys_of, block_spans, dropped_blocks, strip_boilerplate
 from keel.command import with_progress
 
 def boilerplate_chunks(doc, counts) -> int:
@@ -26,7 +26,7 @@ def boilerplate_chunks(doc, counts) -> int:
     for c in chunk_document(doc):
         text = doc.pages[0].text if c.page is None else next(p.text for p in doc.pages if p.number == c.page)
         spans = block_spans(text)
-        drop = _dropped(text, spans, counts)
+        drop = dropped_blocks(text, spans, counts)
         gone = sum(max(0, min(b, c.end) - max(a, c.start)) for (a, b), d in zip(spans, drop) if d)
         n += gone * 2 >= c.end - c.start
     return n

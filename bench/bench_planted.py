@@ -21,7 +21,8 @@ from keel.factory import build_context
 from keel.ingest.pipeline import Ingestor
 from keel.answer.types import User
 from keel.safety.screen import Verdict
-from keel.safety.learned import load_screen_set, screen_learned
+from keel.safety.learned import screen_learned
+from keel.safety.fit import load_screen_set
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))

@@ -26,7 +26,7 @@ sys.path.insert(0, str(HERE))
 from stale_edits import EDITS, SECOND_DOCUMENT, write_knowledge_base
 from keel.config import load_settings
 from keel.factory import build_context
-from keel.evals.stale import base_changes, extract_facts, make_probe, ask, states, _indexed, OUTCOMES
+from keel.evals.stale import base_changes, extract_facts, make_probe, ask, states, indexed_documents, OUTCOMES
 
 
 def ingest(ctx, kb:Path):
@@ -85,7 +85,7 @@ def main(out:Path, mode:str="extractive"):
             write_knowledge_base(kb, edited=True)
             changes, notes, _ = base_changes(kb, "HEAD")
             facts = [f for c in changes for f in extract_facts(c.path, c.old, c.new)]
-            indexed = _indexed(ctx.con, kb)
+            indexed = indexed_documents(ctx.con, kb)
             probes = [make_probe(ctx, f, kb, indexed) for f in facts]
             res = dict(extraction=extraction(facts), changed_documents=len(changes), notes=notes)
             res["old_chunks_left"] = measure(ctx, probes)

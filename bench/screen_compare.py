@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 import numpy as np
 from sklearn.metrics import roc_auc_score
-from keel.safety.learned import load_screen_set, fit_screen
+from keel.safety.fit import load_screen_set, fit_screen
 from keel.safety.screen import screen, load_injection_set
 
 

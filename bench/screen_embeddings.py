@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 import numpy as np
-from keel.safety.learned import load_screen_set, _views_of, _matrix
+from keel.safety.fit import load_screen_set, view_texts, feature_matrix
 from keel.config import load_settings
 from keel.factory import make_embeddings
 from sklearn.linear_model import LogisticRegression
@@ -31,7 +31,7 @@ for f in fams:
     sub += rng.sample([i for i in items if i.get("family") == f], 24)
 ben = [i for i in items if i["label"] == "benign"]
 sub += rng.sample(ben, 240)
-main = [_views_of(i["text"])[0] for i in sub]
+main = [view_texts(i["text"])[0] for i in sub]
 t0 = time.time()
 E = make_embeddings(load_settings(dotenv=None)).embed(main)
 print("embedded", len(main), "in", round(time.time() - t0, 1), "s", flush=True)
@@ -42,8 +42,8 @@ res = {}
 for f in fams:
     tr = np.array([(i.get("family") != f) and (i["label"] == "injection" or i["split"] == "train") for i in sub])
     te = np.array([(i.get("family") == f) or (i["label"] == "benign" and i["split"] == "held_out") for i in sub])
-    Xn, voc = _matrix([main[k] for k in np.where(tr)[0]])
-    Xt, _ = _matrix([main[k] for k in np.where(te)[0]], voc)
+    Xn, voc = feature_matrix([main[k] for k in np.where(tr)[0]])
+    Xt, _ = feature_matrix([main[k] for k in np.where(te)[0]], voc)
     out = {}
     for name, A, B in (
         ("ngram", Xn, Xt),

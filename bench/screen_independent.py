@@ -15,7 +15,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 import numpy as np
 from sklearn.metrics import roc_auc_score
-from keel.safety.learned import load_screen_set, load_model, screen_learned
+from keel.safety.learned import load_model, screen_learned
+from keel.safety.fit import load_screen_set
 from keel.safety.screen import screen
 
 SET = ROOT / "golden/safety/independent_set.jsonl"

@@ -16,7 +16,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from keel.safety.learned import load_screen_set, fit_screen, screen_learned
+from keel.safety.learned import screen_learned
+from keel.safety.fit import load_screen_set, fit_screen
 from keel.safety.screen import screen
 
 

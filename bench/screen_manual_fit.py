@@ -31,7 +31,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT)); sys.path.insert(0, str(HERE))
-from keel.safety.learned import load_screen_set, fit_screen, save_model, load_model, _default_path
+from keel.safety.learned import save_model, load_model, default_model_path
+from keel.safety.fit import load_screen_set, fit_screen
 from keel.safety.screen import screen, load_injection_set
 from screen_manuals import MANUALS, INFORMED, manual_pages, page_digest, split_of
 
@@ -89,7 +90,7 @@ def main():
                    calibration=strip(cal))
     m.meta["manual_negatives"] = dict(manuals=a.manuals, per_manual=a.per_manual, n=len(neg),
                                       calibration_pages=len({i["template"] for i in cal}))
-    out = a.out or (_default_path() if a.install else HERE/"results"/"screen-model-candidate.json")
+    out = a.out or (default_model_path() if a.install else HERE/"results"/"screen-model-candidate.json")
     before = load_model()
     save_model(m, out)
     ids = [dict(id=i["id"], sha256=i["sha256"]) for i in neg]

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 import numpy as np
 from sklearn.model_selection import GroupKFold
-from keel.safety.learned import load_screen_set, _fit, _score, _lowest
+from keel.safety.fit import load_screen_set, fit_logistic, score_items, lowest_threshold
 
 items = load_screen_set(ROOT / "golden/safety/screen_set.jsonl")
 fams = sorted({i["family"] for i in items if i["label"] == "injection"})
@@ -28,17 +28,17 @@ for fam in fams:
     groups = [i.get("family") if i["label"] == "injection" else i["template"] for i in tr]
     oof = np.zeros(len(tr))
     for a, b in GroupKFold(5).split(tr, y, groups):
-        lr, voc = _fit([tr[k] for k in a], y[a], 4.0, 2)
-        oof[b] = _score(lr, voc, [tr[k] for k in b])
+        lr, voc = fit_logistic([tr[k] for k in a], y[a], 4.0, 2)
+        oof[b] = score_items(lr, voc, [tr[k] for k in b])
     neg = np.where(y == 0)[0]
     tmpl = np.array([tr[k]["template"] for k in neg])
     by = {t: oof[neg][tmpl == t] for t in np.unique(tmpl)}
-    thr0 = max(0.5, _lowest(oof[neg], 0.01))
+    thr0 = max(0.5, lowest_threshold(oof[neg], 0.01))
     draws = [np.concatenate([by[t] for t in rng.choice(list(by), len(by))]) for _ in range(200)]
-    thr90 = float(np.quantile([max(0.5, _lowest(d, 0.01)) for d in draws], 0.9))
-    lr, voc = _fit(tr, y, 4.0, 2)
+    thr90 = float(np.quantile([max(0.5, lowest_threshold(d, 0.01)) for d in draws], 0.9))
+    lr, voc = fit_logistic(tr, y, 4.0, 2)
     test = [i for i in items if i.get("family") == fam] + negh
-    s, yt = _score(lr, voc, test), np.array([i["label"] == "injection" for i in test])
+    s, yt = score_items(lr, voc, test), np.array([i["label"] == "injection" for i in test])
     row = {n: (round(t, 3), round(float((s[yt] >= t).mean()), 3), round(float((s[~yt] >= t).mean()), 4))
            for n, t in (("cv", thr0), ("bootstrap90", thr90))}
     print(fam, row, flush=True)

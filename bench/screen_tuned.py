@@ -19,7 +19,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 import numpy as np
-from keel.safety.learned import load_screen_set, default_model, screen_learned, screen_confirmed
+from keel.safety.learned import default_model, screen_learned, screen_confirmed
+from keel.safety.fit import load_screen_set
 from keel.safety.screen import screen
 from keel.safety.tuned import TunedScreen
 

@@ -212,6 +212,31 @@ def test_keel_borrows_no_private_name():
     assert found == KNOWN_PRIVATE, f"a private name imported from another module (make it public): {found}"
 
 
+def test_scripts_and_tests_borrow_no_private_keel_name():
+    found = {str(p.relative_to(ROOT)): [x for x in private_imports(p) if x.startswith("keel.")]
+             for d in ("bench", "tools", "tests") for p in sorted((ROOT / d).glob("*.py"))}
+    found = {k: v for k, v in found.items() if v}
+    assert not found, f"a private keel name imported by a script or test (make it public in its notebook): {found}"
+
+
+def test_screen_fitting_is_not_imported_at_run_time():
+    "keel.safety.fit needs scikit-learn (a development dependency): no module of the package may import it."
+    import ast
+    users = []
+    for p in sorted((ROOT / "keel").rglob("*.py")):
+        if p.name in ("fit.py", "_modidx.py"): continue
+        pkg = list(p.relative_to(ROOT).with_suffix("").parts[:-1])
+        for n in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+            if isinstance(n, ast.Import): mods = [a.name for a in n.names]
+            elif isinstance(n, ast.ImportFrom):    # a relative import resolved against the module's package
+                base = ".".join(pkg[:len(pkg) - n.level + 1] if n.level else [])
+                mods = [".".join(x for x in (base, n.module or "") if x)]
+                mods += [f"{mods[0]}.{a.name}" for a in n.names]     # from keel.safety import fit
+            else: continue
+            if "keel.safety.fit" in mods: users.append(str(p.relative_to(ROOT)))
+    assert not users, users
+
+
 # ---------------------------------------------------------------- one harness shape
 
 def _evals_classes():

@@ -2,8 +2,8 @@
 import json
 from pathlib import Path
 import pytest
-from keel.safety.learned import (load_screen_set, default_model, screen_learned, screen_confirmed, fit_screen,
-                                 load_model, views)
+from keel.safety.learned import default_model, screen_learned, screen_confirmed, load_model, views
+from keel.safety.fit import load_screen_set, fit_screen
 from keel.safety.screen import screen, evaluate_screen, load_injection_set, Verdict
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,6 +1,6 @@
 """Imports that do nothing and private names borrowed across modules, in the exported package.
 
-    python tools/import_check.py      # every module of keel/; exit 1 and one line per finding when there is any
+    python tools/import_check.py      # keel/, and private keel names in bench/, tools/, tests/; exit 1 on a finding
 
 An import a module never names (nor lists in `__all__`) is dead weight that hides real dependencies; a `_name`
 imported from another module is a promise the other module never made. `tools/check_clean.py` runs this check,
@@ -35,13 +35,17 @@ def private_imports(path:Path) -> list[str]:
 
 
 def findings(root:Path=ROOT) -> list[str]:
-    "`path: unused import name (line)` and `path: private import module.name` for every module of keel/."
+    "`path: unused import name (line)` and `path: private import module.name` in keel/; private keel imports elsewhere."
     out = []
     for p in sorted((root / "keel").rglob("*.py")):
         if p.name == "_modidx.py": continue
         rel = p.relative_to(root)
         out += [f"{rel}: unused import {u}" for u in unused_imports(p)]
         out += [f"{rel}: private import {x}" for x in private_imports(p)]
+    for d in ("bench", "tools", "tests"):     # scripts and tests use keel's public names only
+        for p in sorted((root / d).glob("*.py")):
+            rel = p.relative_to(root)
+            out += [f"{rel}: private import {x}" for x in private_imports(p) if x.split(".")[0] == "keel"]
     return out
 
 

@@ -22,7 +22,7 @@ from .metrics import query_measures, trec_order
 from .retrieval_data import Judgment, Dataset, RetrievalGate, LEVELS, load_dataset, passage
 
 # %% auto #0
-__all__ = ['BENCH_TAGS', 'System', 'corpus_context', 'CachedEmbeddings', 'trec_docno', 'judge_ranking', 'metric_key',
+__all__ = ['BENCH_TAGS', 'System', 'corpus_context', 'CachedEmbeddings', 'cache_key', 'trec_docno', 'judge_ranking', 'metric_key',
            'case_metrics', 'standard_systems', 'run_file_system', 'BenchmarkResult', 'run_benchmark', 'gate_name',
            'check_gates', 'RetrievalTask', 'retrieval_systems']
 
@@ -68,22 +68,24 @@ class CachedEmbeddings:
                      vectors=np.stack(list(st.values())) if st else np.zeros((0, self.dim), np.float32))
 
 # %% ../../nbs/50b_evals_retrieval_bench.ipynb #8844002c
-def _key(text, kind=""): return kind + hashlib.sha256(text.encode()).hexdigest()
+def cache_key(text, kind=""):
+    "The key of a text's vector in the embedding cache: `kind` (\"q:\" for a query) and the text's SHA-256."
+    return kind + hashlib.sha256(text.encode()).hexdigest()
 
 @patch
 def embed(self:CachedEmbeddings, texts:Sequence[str]) -> np.ndarray:
     "Embed `texts`, computing only those not cached (and saving them)."
-    st, keys = self._load(), [_key(t) for t in texts]
+    st, keys = self._load(), [cache_key(t) for t in texts]
     todo = list(dict.fromkeys(t for t, k in zip(texts, keys) if k not in st))
     if todo:
-        for t, v in zip(todo, self.inner.embed(todo)): st[_key(t)] = np.asarray(v, np.float32)
+        for t, v in zip(todo, self.inner.embed(todo)): st[cache_key(t)] = np.asarray(v, np.float32)
         self.computed += len(todo); self.save()
     return np.stack([st[k] for k in keys]) if keys else np.zeros((0, self.dim), np.float32)
 
 @patch
 def embed_query(self:CachedEmbeddings, text:str) -> np.ndarray:
     "Embed one query, from the cache when it was seen before (saved with the next `save`)."
-    st, k = self._load(), _key(text, "q:")
+    st, k = self._load(), cache_key(text, "q:")
     if k not in st: st[k] = np.asarray(self.inner.embed_query(text), np.float32); self.computed += 1
     return st[k]
 

@@ -25,7 +25,8 @@ from .golden import put_golden_item
 __all__ = ['OUTCOMES', 'doc_sentences', 'changed_pairs', 'states', 'fact_kind', 'Fact', 'word_changes', 'pair_facts',
            'extract_facts', 'template_question', 'phrased_question', 'Change', 'file_text', 'base_changes',
            'indexed_text', 'since_changes', 'Probe', 'about', 'says', 'outcome', 'still_stated', 'stale_from',
-           'make_probe', 'ask', 'StaleResult', 'stale_probes', 'golden_item', 'stale_parser', 'cli']
+           'indexed_documents', 'make_probe', 'ask', 'StaleResult', 'stale_probes', 'golden_item', 'stale_parser',
+           'cli']
 
 # %% ../../nbs/66_evals_stale.ipynb #b3e67457
 def doc_sentences(text:str) -> list[str]:
@@ -289,7 +290,7 @@ def stale_from(fact:Fact, answer, source:str|None) -> list[dict]: # source: the 
     return out or [dict(kind="unexplained", fix="no passage given to the model states it: the model said it")]
 
 # %% ../../nbs/66_evals_stale.ipynb #612f7078
-def _indexed(con, target:Path) -> dict:
+def indexed_documents(con, target:Path) -> dict:
     "Indexed documents by their resolved path: {source, title, tags}."
     out = {}
     for s, d in corpus_documents(con).items():
@@ -348,7 +349,7 @@ def stale_probes(ctx, # the context whose answer engine and index are probed
     if not target.is_dir(): raise InputError(f"{target} is not a folder", fix="pass the knowledge-base folder")
     if base is not None: changes, notes, commit = base_changes(target, base); against = dict(base=base, commit=commit)
     else: changes, notes, stamp = since_changes(ctx, target, Path(since)); against = dict(since=str(since), stamp=stamp)
-    indexed = _indexed(ctx.con, target)
+    indexed = indexed_documents(ctx.con, target)
     facts = [f for c in changes for f in extract_facts(c.path, c.old, c.new)]
     probes = [ask(ctx, make_probe(ctx, f, target, indexed, phrase)) for f in facts]
     return StaleResult(against, probes, notes, [c.path for c in changes], max_stale)

@@ -12,7 +12,7 @@ from .chunking import Chunk, chunk_warnings
 
 # %% auto #0
 __all__ = ['MIN_DOCS', 'MIN_SHARE', 'MIN_LONG', 'MIN_RUN', 'block_spans', 'block_key', 'keys_of', 'BlockCounts', 'stored_blocks',
-           'strip_boilerplate', 'stored_warnings', 'ingest_notes']
+           'dropped_blocks', 'strip_boilerplate', 'stored_warnings', 'ingest_notes']
 
 # %% ../../nbs/11a_ingest_boilerplate.ipynb #87ea0a48
 _BLANK = re.compile(r"\n[ \t]*\n\s*")
@@ -60,7 +60,7 @@ def stored_blocks(con) -> BlockCounts:
 # %% ../../nbs/11a_ingest_boilerplate.ipynb #4758e47a
 MIN_LONG, MIN_RUN = 40, 3
 
-def _dropped(text:str, spans:list, counts:BlockCounts) -> list[bool]:
+def dropped_blocks(text:str, spans:list, counts:BlockCounts) -> list[bool]:
     "Which blocks of a page are boilerplate: repeated, and long or in a run of repeated blocks."
     rep = [counts.repeated(block_key(text[a:b])) for a, b in spans]
     out, i = [False] * len(spans), 0
@@ -77,7 +77,7 @@ def strip_boilerplate(doc:LoadedDocument, # a loaded HTML document
     "`doc` without its boilerplate blocks; `meta` gains `blocks` (all its keys) and `boilerplate` (blocks dropped)."
     pages, dropped = [], 0
     for p in doc.pages:
-        spans = block_spans(p.text); drop = _dropped(p.text, spans, counts)
+        spans = block_spans(p.text); drop = dropped_blocks(p.text, spans, counts)
         dropped += sum(drop)
         pages.append(Page(p.number, "\n\n".join(p.text[a:b] for (a, b), d in zip(spans, drop) if not d)))
     return replace(doc, pages=pages, meta={**doc.meta, "blocks": keys_of(doc.text), "boilerplate": dropped})

@@ -5,7 +5,6 @@
 # %% ../../nbs/20a_safety_learned.ipynb #260725be
 from __future__ import annotations
 import base64, binascii, codecs, html, json, math, re
-from collections import Counter
 from functools import lru_cache
 from pathlib import Path
 from urllib.parse import unquote_plus
@@ -26,8 +25,8 @@ from keel.safety.screen import (
 # %% auto #0
 __all__ = ['GLOSSARY', 'LANGS', 'GLOSS', 'CLASS_WEIGHT', 'undo', 'decoded', 'markup_text', 'gloss', 'views', 'word_classes',
            'class_grams', 'roles', 'role_grams', 'view_features', 'features', 'LearnedScreen', 'save_model',
-           'load_model', 'default_model', 'screen_learned', 'screen_confirmed', 'fit_screen', 'load_screen_set',
-           'train_default', 'result_text', 'verdict_row']
+           'load_model', 'default_model_path', 'default_model', 'screen_learned', 'screen_confirmed', 'result_text',
+           'verdict_row']
 
 # %% ../../nbs/20a_safety_learned.ipynb #0abdf642
 _FUNCTION = frozenset("""the a an and or but of to in on at for with from by as is are was were be been has have had do
@@ -641,7 +640,7 @@ def save_model(m:LearnedScreen, path) -> Path:
 
 def load_model(path=None) -> LearnedScreen:
     "Read a model written by `save_model`; the packaged default when `path` is None."
-    p = Path(path) if path else _default_path()
+    p = Path(path) if path else default_model_path()
     try: d = json.loads(p.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
         raise InputError(f"cannot read the learned screen's weights {p}: {e}",
@@ -649,7 +648,7 @@ def load_model(path=None) -> LearnedScreen:
     return LearnedScreen(d["weights"], d["bias"], d["threshold"], d.get("meta"), d.get("confirm", 0.0))
 
 # %% ../../nbs/20a_safety_learned.ipynb #67de2463
-def _default_path() -> Path:
+def default_model_path() -> Path:
     import keel.safety
     return Path(keel.safety.__file__).parent/"screen_model.json"
 
@@ -679,148 +678,6 @@ def screen_learned(text:str, # a passage
 def screen_confirmed(text:str) -> Verdict:
     "`screen_learned` with `confirm`: the model must confirm a pattern quarantine (`KEEL_INJECTION_SCREEN=confirmed`)."
     return screen_learned(text, confirm=True)
-
-# %% ../../nbs/20a_safety_learned.ipynb #185a9fd9
-_FEATS: dict[tuple, dict] = {}
-_VIEWS: dict[str, list] = {}
-
-def _cached(v:str, cw:float) -> dict:
-    "Features of a view, computed once per process while fitting."
-    if (v, cw) not in _FEATS: _FEATS[v, cw] = view_features(v, cw)
-    return _FEATS[v, cw]
-
-def _views_of(text:str) -> list[str]:
-    if text not in _VIEWS: _VIEWS[text] = [v for _, v in views(text)]
-    return _VIEWS[text]
-
-def _matrix(texts:list[str], vocab=None, min_df:int=2, class_weight:float|None=None):
-    "Sparse feature matrix of views (normalised texts) and the vocabulary (features in at least `min_df` of them)."
-    from scipy.sparse import csr_matrix
-    cw = CLASS_WEIGHT if class_weight is None else class_weight
-    feats = [_cached(t, cw) for t in texts]
-    if vocab is None:
-        df = Counter(k for f in feats for k in f)
-        vocab = {k: n for n, k in enumerate(sorted(k for k, c in df.items() if c >= min_df))}
-    rows, cols, vals = [], [], []
-    for r, f in enumerate(feats):
-        for k, v in f.items():
-            if k in vocab: rows.append(r); cols.append(vocab[k]); vals.append(v)
-    return csr_matrix((vals, (rows, cols)), shape=(len(texts), len(vocab))), vocab
-
-# %% ../../nbs/20a_safety_learned.ipynb #60c98b15
-def _fit(items, y, C, min_df, class_weight=None, benign_views:bool=False):
-    "Logistic regression on main views (with `benign_views`, every view of a benign item too); its vocabulary."
-    import numpy as np
-    from sklearn.linear_model import LogisticRegression
-    more = [v for i, l in zip(items, y) if not l for v in _views_of(i["text"])[1:]] if benign_views else []
-    X, vocab = _matrix([_views_of(i["text"])[0] for i in items] + more, min_df=min_df, class_weight=class_weight)
-    y = np.concatenate([np.asarray(y), np.zeros(len(more), dtype=int)])
-    return LogisticRegression(C=C, max_iter=3000, class_weight="balanced").fit(X, y), vocab
-
-def _score(lr, vocab, items, class_weight=None):
-    "Each item's highest probability over its views."
-    import numpy as np
-    vs = [(n, v) for n, i in enumerate(items) for v in _views_of(i["text"])]
-    p = lr.predict_proba(_matrix([v for _, v in vs], vocab, class_weight=class_weight)[0])[:, 1]
-    out = np.zeros(len(items))
-    np.maximum.at(out, [n for n, _ in vs], p)
-    return out
-
-def _lowest(scores, allowed:float) -> float:
-    "The lowest threshold at which at most a share `allowed` of `scores` is at or above it."
-    import numpy as np
-    s = np.sort(np.asarray(scores))[::-1]
-    k = int(math.floor(allowed * len(s)))
-    return float(min(0.999, s[k] + 1e-6)) if len(s) > k else 0.0
-
-def _kind_threshold(items, scores, kind_fpr) -> float:
-    "The lowest threshold at which at most `kind_fpr[k]` of kind k's documents have a passage over it, for each k."
-    import numpy as np
-    out = 0.0
-    for k, f in (kind_fpr or {}).items():
-        docs = {}
-        for i, s in zip(items, scores):
-            if i.get("kind") != k: continue
-            doc = i.get("template", i["id"])
-            docs[doc] = max(s, docs.get(doc, 0.0))
-        if docs: out = max(out, _lowest(np.array(list(docs.values())), f))
-    return out
-
-def _thresholds(items, y, C, min_df, target_fpr, target_fpr_both, folds, cw=None, benign_views=False,
-                kind_fpr=None) -> tuple[float, float, dict]:
-    "`threshold` and `confirm` from out-of-fold scores of the training items (see above), and the out-of-fold figures."
-    from sklearn.model_selection import GroupKFold
-    import numpy as np
-    oof = np.zeros(len(items))
-    groups = [i.get("family", "?") if i["label"] == "injection" else i.get("template", i["id"]) for i in items]
-    for tr, te in GroupKFold(n_splits=folds).split(items, y, groups):
-        lr, vocab = _fit([items[k] for k in tr], y[tr], C, min_df, cw, benign_views)
-        oof[te] = _score(lr, vocab, [items[k] for k in te], cw)
-    own = (y == 0) & np.array([i.get("kind") in (kind_fpr or {}) for i in items])   # kinds with budgets of their own
-    neg = (y == 0) & ~own                               # `target_fpr` is spent on the other benign passages only
-    thr = max(0.5, _lowest(oof[neg], target_fpr),
-              _kind_threshold([i for i, o in zip(items, own) if o], oof[own], kind_fpr))
-    pat = np.array([screen(i["text"]).quarantine for i in items])
-    left = max(0.0,
-               target_fpr_both - float((oof[neg] >= thr).mean()))    # what the confirmed pattern quarantines may add
-    extra = neg & pat & (oof < thr)
-    conf = _lowest(oof[extra], left * neg.sum() / max(1, extra.sum())) if extra.any() else 0.0
-    flag, inj = (oof >= thr) | (pat & (oof >= conf)), y == 1
-    return thr, conf, dict(oof_recall=round(float(flag[inj].mean()), 4), oof_fpr=round(float(flag[neg].mean()), 4),
-                           oof_recall_learned=round(float((oof[inj] >= thr).mean()), 4))
-
-# %% ../../nbs/20a_safety_learned.ipynb #f1d0f023
-def fit_screen(items:list[dict], # labelled passages: text, label (injection|benign), family (attacks), template
-               C:float=4.0, # inverse regularisation strength
-               min_df:int=2, # keep features seen in at least this many passages
-               target_fpr:float=0.02, # out-of-fold false-positive rate the model alone may have on benign items
-               target_fpr_both:float=0.02, # ... and the model with the confirmed pattern quarantines
-               folds:int=5, # cross-validation folds for the thresholds
-               threshold:float|None=None, # a threshold to use instead of deriving one (skips the cross-validation)
-               confirm:float=0.0, # with `threshold`: the confirmation score for pattern quarantines
-               class_weight:float|None=None, # word-class features' weight (None: `CLASS_WEIGHT`; 0: none)
-               benign_views:bool=False, # fit every view of a benign passage (its sentences, decodings) as benign too
-               kind_fpr:dict|None=None, # {kind: share of its documents (templates) with a passage over the threshold}
-               calibration:list[dict]|None=None # benign passages never fitted; the final model keeps `kind_fpr` on them
-              ) -> LearnedScreen:
-    "Fit the learned screen on `items` (needs scikit-learn)."
-    import numpy as np
-    cw = CLASS_WEIGHT if class_weight is None else float(class_weight)
-    y = np.array([i["label"] == "injection" for i in items], dtype=int)
-    thr, conf, oof = _thresholds(items, y, C, min_df, target_fpr, target_fpr_both, folds, cw, benign_views,
-                                 kind_fpr) if threshold is None else (float(threshold), float(confirm), {})
-    lr, vocab = _fit(items, y, C, min_df, cw, benign_views)
-    names = sorted(vocab, key=vocab.get)
-    if calibration and threshold is None:
-        thr = max(thr, _kind_threshold(calibration, _score(lr, vocab, calibration, cw), kind_fpr))
-        conf = min(conf, thr)
-    w = {k: float(c) for k, c in zip(names, lr.coef_[0]) if abs(c) >= 1e-4}
-    meta = dict(C=C, min_df=min_df, target_fpr=target_fpr, target_fpr_both=target_fpr_both, folds=folds, n=len(items),
-                injections=int(y.sum()), views=True, class_weight=cw, **oof)
-    if benign_views or kind_fpr: meta.update(benign_views=benign_views, kind_fpr=kind_fpr or {})
-    if calibration: meta.update(calibration=len(calibration))
-    return LearnedScreen(w, float(lr.intercept_[0]), thr, meta, conf)
-
-# %% ../../nbs/20a_safety_learned.ipynb #7b78a0d6
-def load_screen_set(path) -> list[dict]:
-    "Labelled passages from a JSONL file: id, label, family or kind, lang, template, split, text."
-    out = []
-    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip(): continue
-        try: it = json.loads(line)
-        except ValueError as e:
-            raise InputError(f"{path}:{n}: not JSON: {e}",
-                             fix="regenerate it with golden/safety/make_screen_set.py") from None
-        if not {"id", "text", "label"} <= set(it) or it["label"] not in ("injection", "benign"):
-            raise InputError(f"{path}:{n}: an item needs id, text and a label of injection or benign")
-        out.append(it)
-    return out
-
-def train_default(set_path, out_path=None) -> LearnedScreen:
-    "Fit a model on the labelled set's `train` split alone and save it (the packaged one adds manual prose)."
-    m = fit_screen([i for i in load_screen_set(set_path) if i.get("split") == "train"])
-    save_model(m, out_path or _default_path())
-    return m
 
 # %% ../../nbs/20a_safety_learned.ipynb #c354743f
 def result_text(payload) -> str:
