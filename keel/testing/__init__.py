@@ -10,7 +10,8 @@ import numpy as np
 from ..providers.base import ChatResult
 
 # %% auto #0
-__all__ = ['ScriptedLLM', 'HashEmbeddings', 'CountingLLM', 'Failing', 'run_cli', 'PickledExecutor', 'assert_answer']
+__all__ = ['ScriptedLLM', 'HashEmbeddings', 'CountingLLM', 'Failing', 'FixedEngine', 'chunk_hit', 'quotes_item', 'quotes_answer',
+           'run_cli', 'PickledExecutor', 'assert_answer']
 
 # %% ../../nbs/05a_testing.ipynb #d895b1b4
 class ScriptedLLM:
@@ -97,6 +98,34 @@ class Failing:
             if self.check: self.check()
             raise self.error
         return fail
+
+# %% ../../nbs/05a_testing.ipynb #c0a5f002
+from ..providers.base import ChunkHit
+
+class FixedEngine:
+    "A fake answer engine: answers every question with `reply`, or raises it when it is an exception."
+    def __init__(self, reply): self.reply, self.asked = reply, []
+    def answer(self, question, user, **kw):
+        self.asked.append(question)
+        if isinstance(self.reply, Exception): raise self.reply
+        return self.reply
+
+def chunk_hit(cid:int, title:str, heading:str="", tags=("public",), text:str="text", relevance:float=0.6) -> ChunkHit:
+    "A search hit on chunk `cid` of the document `title` (source `<title>.md`, document id 1)."
+    return ChunkHit(cid, 0.5, text, 1, f"{title}.md", title, heading, None, list(tags), relevance=relevance)
+
+def quotes_item():
+    "A golden item: how many quotes, answered by the Procurement Policy (and a Travel Policy section), for `public`."
+    from keel.evals.core import SourceRef
+    from keel.evals.golden import GoldenItem
+    return GoldenItem("p1", "How many quotes?", ("public",), "Three.",
+                      (SourceRef("Procurement Policy"), SourceRef("Travel Policy", "Meals")))
+
+def quotes_answer(passage:str="Purchases need three written quotes."):
+    "An answer to `quotes_item` citing chunk 2 of the Procurement Policy, whose text is `passage`."
+    from keel.answer.types import Answer, Citation
+    return Answer("You need three quotes [1].", [Citation(1, 2, "Procurement Policy", "", None, "")],
+                  retrieved=[chunk_hit(2, "Procurement Policy", text=passage)])
 
 # %% ../../nbs/05a_testing.ipynb #cc631510
 import contextlib, io
