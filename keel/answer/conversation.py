@@ -81,10 +81,14 @@ def standalone(question:str, # the follow-up as asked
                turns:list[Turn], # the conversation so far
                tags, # the asker's current tags
                rewrite:str="carry", # `model` (falling back to the carry), `carry`, or `none` (history ignored)
-               llm=None) -> dict: # a function returning the LLM, for `model`
+               llm=None, # a function returning the LLM, for `model`
+               answerable=None # a function: does a query pass the answerability gate as it stands?
+              ) -> dict:
     "The standalone query for a turn and how it was made: `standalone`, `rewrite` (model, carry, none), `turn`."
     out = dict(turn=len(turns) + 1, asked=question, standalone=question, rewrite="none")
     if rewrite == "none" or not turns: return out
+    if (answerable is not None and not _PRONOUN.search(question) and leans_on_history(question)
+            and answerable(question)): return {**out, "as_asked": True}   # carried words would only dilute it
     if rewrite == "model" and leans_on_history(question) and any(visible_turn(t, tags) for t in turns):
         res = llm().complete(rewrite_prompt(question, turns, tags), temperature=0.0, max_tokens=48, stop=["\n"])
         got = check_rewrite(res.content, question, [t for t in turns if visible_turn(t, tags)])

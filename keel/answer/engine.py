@@ -424,7 +424,10 @@ def _standalone(self:AnswerEngine, question:str, user:User, history, conversatio
     "A follow-up's standalone query, turn number and rewrite (`keel.answer.conversation`); None without history."
     if history is None: return None
     if rewrite == "auto": rewrite = "carry" if mode == "extractive" else "model"
-    conv = standalone(question, list(history), user.tags, rewrite=rewrite, llm=lambda: self.llm)
+    def answerable(q):   # the gate passes the follow-up as asked (not only the evidence band)
+        _, passed, *_, band = self.gated_hits(q, user)
+        return passed and not band
+    conv = standalone(question, list(history), user.tags, rewrite=rewrite, llm=lambda: self.llm, answerable=answerable)
     return {**conv, "id": conversation_id}
 
 

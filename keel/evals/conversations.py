@@ -95,7 +95,7 @@ def run_conversation(engine, conv:GoldenConversation, rewrite:str="carry", tags_
         a = talk.ask(item.question)
         row, c = item_row(item, a), a.conversation or {}
         row.update(conversation=conv.id, turn=n, position=position(n), standalone=c.get("standalone"),
-                   rewrite=c.get("rewrite"))
+                   rewrite=c.get("rewrite"), as_asked=bool(c.get("as_asked")))
         row.update(score_retrieval(item, a.retrieved), **check_item(item, a, tags_of),
                    token_f1=token_f1(a.text, item.expected_answer), **judge_item(list(judges), item, a, history),
                    **rubric_fields(rubric_judge, rubrics, item, a, history))
