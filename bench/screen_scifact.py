@@ -6,7 +6,10 @@ screened by the patterns alone and by the default screen (patterns + learned lay
 attacks, so every quarantine is a false one. Prints the counts of chunks and of documents with a
 quarantined chunk, and each flagged document with the view the learned layer flagged it on.
 
-    python bench/screen_scifact.py [--scifact ../shared/data/scifact-train/corpus.jsonl] [--pubmedqa] [--out flagged.json]
+    python bench/screen_scifact.py [--scifact ../shared/data/scifact-train/corpus.jsonl] [--pubmedqa] [--out FILE]
+
+`--out` writes the counts and the flagged documents (ids, score, view, pattern reasons; no abstract text) as JSON:
+bench/results/screen-scifact.json and screen-pubmedqa.json are what the safety report renders.
 
 `--pubmedqa` screens PubMedQA's development half instead (its 500 abstracts, no titles; `bench/corpora.py` converts
 it once), the second domain the retrieval and answerability work measure on.
@@ -51,8 +54,11 @@ if __name__ == "__main__":
                 flagged.append(dict(doc_id=d["_id"], p=round(p, 3), view=kind, patterns=screen(c.text).reasons,
                                     text=c.text[:160]))
         pats += hit_p; learned += hit_l
-    print(json.dumps(dict(documents=len(docs), chunks=chunks, documents_quarantined_patterns=pats,
-                          documents_quarantined_default=learned, threshold=round(m.threshold, 3),
-                          cpu_s=round(time.process_time() - t0, 1))))
+    summary = dict(corpus="pubmedqa-dev" if a.pubmedqa else "scifact-train", documents=len(docs), chunks=chunks,
+                   documents_quarantined_patterns=pats, documents_quarantined_default=learned,
+                   threshold=round(m.threshold, 3), cpu_s=round(time.process_time() - t0, 1))
+    print(json.dumps(summary))
     for f in flagged: print(json.dumps(f, ensure_ascii=False))
-    if a.out: Path(a.out).write_text(json.dumps(flagged, indent=1, ensure_ascii=False) + "\n")
+    if a.out:
+        kept = [{k: v for k, v in f.items() if k != "text"} for f in flagged]
+        Path(a.out).write_text(json.dumps({**summary, "flagged": kept}, indent=1, ensure_ascii=False) + "\n")
