@@ -1,4 +1,4 @@
-"""Follow-up questions with and without the rewrite, on golden/conversations.yaml (32 hand-written conversations).
+"""Follow-up questions with and without the rewrite, on the hand-written conversations of golden/conversations.yaml.
 
     .venv/bin/python bench/bench_conversations.py [--out bench/results] [--model-sample 10]
 
@@ -11,7 +11,9 @@ runs on the first `--model-sample` conversations of each split only; the output 
 (tune: the rules were written from it; heldout: only measured) and turn position: hit@3, answered rate of
 answerable turns, correct refusals, pass rate, token F1, leaks; the conversations that pass; seconds per turn.
 
-Writes conversations.json and conversations.md to the output folder.
+Everything runs twice: with the gate's shipped default calibration, then with the gate calibrated on this corpus by
+`keel calibrate golden/golden.yaml` (the corpus's own golden set, which the conversations did not inform), as a
+deployment would be. Writes conversations.json and conversations.md to the output folder.
 """
 from __future__ import annotations
 import argparse, json, sys, tempfile, time
@@ -44,38 +46,61 @@ def measure(ctx, convs, rewrite:str) -> dict:
                 failing=[dict(id=c["id"], first_failing_turn=c["first_failing_turn"]) for c in res if not c["passed"]])
 
 
+def cal_of(out:dict) -> str:
+    c = out.get("calibration") or {}
+    return "-" if c.get("threshold") is None else f"{c['threshold']:.3f}"
+
+
 def md(out:dict) -> str:
     lines = ["# Conversations: follow-ups with and without the rewrite", "",
              "Extractive answers over the fixture corpus and examples/own-documents; `carry` is the deterministic "
              "rewrite, `none` ignores the history, `model` is the bundled model's rewrite (carry when it fails its "
              f"checks) on the first {out['model_sample']} conversations of each split only. With `carry` and `model`, "
-             "a follow-up without a pronoun that the gate passes as asked is answered as asked.", "",
-             "| split | rewrite | conversations | position | turns | hit@3 | answered | correct refusals | passed | "
-             "token F1 | leaks |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "a follow-up without a pronoun that the gate passes as asked is answered as asked. `gate`: the shipped "
+             "default calibration, or the gate calibrated on this corpus with `keel calibrate golden/golden.yaml` "
+             f"(the corpus's own golden set, not the conversations; threshold {cal_of(out)}).", "",
+             "| gate | split | rewrite | conversations | position | turns | hit@3 | answered | correct refusals | "
+             "passed | token F1 | leaks |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     f = lambda v: "-" if v is None else f"{v:.2f}"
     for r in out["runs"]:
         for pos, v in r["by_position"].items():
-            lines.append(f"| {r['split']} | {r['rewrite']} | {r['conversations']} | {pos} | {v['turns']} | "
+            lines.append(f"| {r.get('gate', 'default')} | {r['split']} | {r['rewrite']} | {r['conversations']} | "
+                         f"{pos} | {v['turns']} | "
                          f"{f(v['hit_at_3'])} | {f(v['answered'])} | {f(v['refusal_correct'])} | {f(v['passed'])} | "
                          f"{f(v['token_f1'])} | {v['leaks']} |")
-    lines += ["", "| split | rewrite | conversations passed | seconds per turn | model rewrites kept | "
-              "follow-ups kept as asked |", "|---|---|---|---|---|---|"]
-    lines += [f"| {r['split']} | {r['rewrite']} | {f(r['conversation']['passed'])} | {r['seconds_per_turn']} | "
+    lines += ["", "| gate | split | rewrite | conversations passed | seconds per turn | model rewrites kept | "
+              "follow-ups kept as asked |", "|---|---|---|---|---|---|---|"]
+    lines += [f"| {r.get('gate', 'default')} | {r['split']} | {r['rewrite']} | {f(r['conversation']['passed'])} | "
+              f"{r['seconds_per_turn']} | "
               f"{r['model_rewrites']} | {r.get('kept_as_asked', '-')} |" for r in out["runs"]]
     return "\n".join(lines) + "\n"
+
+
+def calibrate(ctx) -> dict:
+    "Calibrate the gate on the corpus's own golden set (golden/golden.yaml, not the conversations), as `keel calibrate`."
+    import contextlib, io
+    from keel.evals.calibrate import cli
+    with contextlib.redirect_stdout(io.StringIO()) as f:
+        rc = cli([str(ROOT / "golden" / "golden.yaml")], lambda **kw: ctx)
+    if rc: sys.exit(f"keel calibrate failed ({rc}):\n{f.getvalue()[-2000:]}")
+    cal = json.loads((Path(ctx.settings.data_dir) / "calibration.json").read_text())
+    return {k: cal.get(k) for k in ("threshold", "evidence_threshold", "measured")}
 
 
 def main(out:Path, model_sample:int=10, skip_model:bool=False):
     convs = load_conversations(ROOT / "golden" / "conversations.yaml")
     with tempfile.TemporaryDirectory() as d:
         ctx = deployment(Path(d) / "data")
-        runs = []
-        for split in ("tune", "heldout"):
-            part = [c for c in convs if c.split == split]
-            for rw in ("carry", "none"): runs.append(dict(split=split, **measure(ctx, part, rw)))
-            if not skip_model: runs.append(dict(split=split, **measure(ctx, part[:model_sample], "model")))
+        runs, cal = [], None
+        for gate in ("default", "calibrated"):
+            if gate == "calibrated": cal = calibrate(ctx)
+            for split in ("tune", "heldout"):
+                part = [c for c in convs if c.split == split]
+                for rw in ("carry", "none"): runs.append(dict(gate=gate, split=split, **measure(ctx, part, rw)))
+                if not skip_model:
+                    runs.append(dict(gate=gate, split=split, **measure(ctx, part[:model_sample], "model")))
         ctx.close()
-    res = dict(model_sample=model_sample, runs=runs)
+    res = dict(model_sample=model_sample, calibration=cal, runs=runs)
     out.mkdir(parents=True, exist_ok=True)
     (out / "conversations.json").write_text(json.dumps(res, indent=1) + "\n")
     (out / "conversations.md").write_text(md(res))

@@ -10,6 +10,7 @@ from keel.config import load_settings
 from keel.factory import build_context
 from keel.answer.types import User
 from keel.answer.conversation import Conversation
+from keel.evals.conversations import load_conversations
 
 ROOT = Path(__file__).resolve().parents[1]
 MANIFEST = ROOT / "golden" / "corpus" / "manifest.yaml"
@@ -80,7 +81,8 @@ def test_keel_eval_conversations_scores_every_turn_without_leaks(tmp_path, keel_
     out = json.loads(r.stdout)
     assert set(out["by_position"]) == {"turn 1", "turn 2", "turn 3+"}
     assert all(v["leaks"] == 0 for v in out["by_position"].values())
-    assert len(out["results"]) == 16 and all(c["split"] == "heldout" for c in out["results"])
+    held = [c for c in load_conversations(ROOT / "golden" / "conversations.yaml") if c.split == "heldout"]
+    assert [c["id"] for c in out["results"]] == [c.id for c in held] and len(held) >= 16
     assert json.loads((tmp_path / "r" / "latest-conversations.json").read_text())["stamp"] == out["stamp"]
     bad = tmp_path / "bad.yaml"
     bad.write_text("conversations:\n- id: x\n  turns:\n  - {question: 'q', expected_answer: a, expected_source: [P]}\n"
@@ -101,7 +103,8 @@ def test_two_conversation_runs_compare_turn_by_turn(tmp_path, keel_cmd):
     r = keel_cmd("eval", "compare", a, b, "--json", tmp_path / "cmp.json")
     c = json.loads((tmp_path / "cmp.json").read_text())
     assert r.returncode == (1 if c["worse"] else 0), r.stderr
-    assert c["compared"] == "keel-eval-conversations" and c["n"] == 48 and not c["only_a"] and not c["only_b"]
+    turns = sum(len(x.turns) for x in load_conversations(ROOT / "golden" / "conversations.yaml") if x.split == "heldout")
+    assert c["compared"] == "keel-eval-conversations" and c["n"] == turns and not c["only_a"] and not c["only_b"]
     assert [(d["a"], d["b"]) for d in c["config"] if d["field"] == "rewrite"] == [("carry", "none")]
     flipped = [(it["item"], it["groups"]["position"]) for it in c["items"]]
     assert flipped, "ignoring the history changes no follow-up"
@@ -166,11 +169,12 @@ def test_keel_eval_run_scores_the_conversations_beside_the_golden_set(tmp_path, 
     assert r.returncode == 0, r.stderr
     p = json.loads((tmp_path / "r" / "latest-run.json").read_text())
     c = p["conversations"]
-    assert len(c["results"]) == 32 and c["leaks"] == 0 and set(c["by_position"]) == {"turn 1", "turn 2", "turn 3+"}
+    n = len(load_conversations(ROOT / "golden" / "conversations.yaml"))
+    assert len(c["results"]) == n and c["leaks"] == 0 and set(c["by_position"]) == {"turn 1", "turn 2", "turn 3+"}
     own = json.loads((tmp_path / "r" / f"conversations-{c['stamp']}.json").read_text())   # the turn-by-turn report
     assert own["by_position"] == c["by_position"]
     assert len(own["items"]) == sum(v["turns"] for v in c["by_position"].values())
-    assert p["gate"]["passed"] and "conversations: turn 1: turns 32" in r.stdout
+    assert p["gate"]["passed"] and f"conversations: turn 1: turns {n}" in r.stdout
     assert "<h2>Conversations</h2>" in (tmp_path / "r" / "latest.html").read_text()
     # a turn whose forbidden string the answer holds is a leak, and a leak in a turn fails the run's gate
     (g / "leaky.yaml").write_text(yaml.safe_dump(dict(conversations=[dict(id="leaky", user_tags=["public"], turns=[
