@@ -227,6 +227,19 @@ def _described(t:str, start:int) -> bool:
     clause = _clause(t, start)
     return bool(_MODAL.search(clause)) and not _ADDRESSED.search(clause)
 
+_SECRET_NOUN = re.compile(r"(?:keys?|tokens?|passwords?|credentials|variables|vars?|\.env)$")
+_IMPERATIVE_BEFORE = re.compile(   # what may stand before a verb given as an order: a boundary, a word that leads in
+    r"(?:^|[,(\[\])>*\"'“‘—-]|\b(?:please|kindly|and|or|then|also|now|to|you|just|simply|immediately|first|next|"
+    r"finally|instead|again|always|quietly|silently|secretly|must|should|shall|will|can|could|would|may|might|need)"
+    r")\s*$")
+_ABOUT = re.compile(r"\b(?:description|documentation|explanation|overview|summary) of\b")
+
+def _stated(t:str, m:re.Match) -> bool:
+    "Whether a request for a named secret (passwords, keys, environment variables) states a fact instead of an order."
+    if not _SECRET_NOUN.search(m.group()): return False
+    clause = _clause(t, m.start())   # a subject before the verb ("these preferences include the settings of ...")
+    return not _IMPERATIVE_BEFORE.search(clause) or bool(_ABOUT.search(m.group()))   # or "a description of" them
+
 def _families(t:str) -> dict[str, tuple[float, str]]:
     "The strongest match of each pattern family in normalised text: {family: (weight, snippet)}."
     quoted, out = quoted_spans(t), {}
@@ -234,7 +247,7 @@ def _families(t:str) -> dict[str, tuple[float, str]]:
         for w, rx in pats:
             for m in rx.finditer(t):
                 if fam in ("secret_request", "exfiltration") and _negated(t, m.start()): continue
-                if fam == "secret_request" and _described(t, m.start()): continue
+                if fam == "secret_request" and (_described(t, m.start()) or _stated(t, m)): continue
                 w2 = w * 0.2 if any(a <= m.start() and m.end() <= b for a, b in quoted) else w
                 if w2 > out.get(fam, (0, ""))[0]: out[fam] = (w2, m.group()[:80])
     roles = {m.group(1)
