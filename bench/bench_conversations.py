@@ -84,7 +84,9 @@ def calibrate(ctx) -> dict:
         rc = cli([str(ROOT / "golden" / "golden.yaml")], lambda **kw: ctx)
     if rc: sys.exit(f"keel calibrate failed ({rc}):\n{f.getvalue()[-2000:]}")
     cal = json.loads((Path(ctx.settings.data_dir) / "calibration.json").read_text())
-    return {k: cal.get(k) for k in ("threshold", "evidence_threshold", "measured")}
+    m = cal.get("measured") or {}
+    return dict(threshold=cal.get("threshold"), evidence_threshold=cal.get("evidence_threshold"),
+                **{k: m.get(k) for k in ("n_items", "auc", "false_answer", "false_refusal")})
 
 
 def main(out:Path, model_sample:int=10, skip_model:bool=False):
