@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 import numpy as np
 from sklearn.model_selection import GroupKFold
-from keel.safety.fit import load_screen_set, fit_logistic, score_items, lowest_threshold
+from keel.safety.fit import load_screen_set, fit_view_model, score_items, lowest_threshold
 
 items = load_screen_set(ROOT / "golden/safety/screen_set.jsonl")
 fams = sorted({i["family"] for i in items if i["label"] == "injection"})
@@ -28,7 +28,7 @@ for fam in fams:
     groups = [i.get("family") if i["label"] == "injection" else i["template"] for i in tr]
     oof = np.zeros(len(tr))
     for a, b in GroupKFold(5).split(tr, y, groups):
-        lr, voc = fit_logistic([tr[k] for k in a], y[a], 4.0, 2)
+        lr, voc = fit_view_model([tr[k] for k in a], y[a], 4.0, 2)
         oof[b] = score_items(lr, voc, [tr[k] for k in b])
     neg = np.where(y == 0)[0]
     tmpl = np.array([tr[k]["template"] for k in neg])
@@ -36,7 +36,7 @@ for fam in fams:
     thr0 = max(0.5, lowest_threshold(oof[neg], 0.01))
     draws = [np.concatenate([by[t] for t in rng.choice(list(by), len(by))]) for _ in range(200)]
     thr90 = float(np.quantile([max(0.5, lowest_threshold(d, 0.01)) for d in draws], 0.9))
-    lr, voc = fit_logistic(tr, y, 4.0, 2)
+    lr, voc = fit_view_model(tr, y, 4.0, 2)
     test = [i for i in items if i.get("family") == fam] + negh
     s, yt = score_items(lr, voc, test), np.array([i["label"] == "injection" for i in test])
     row = {n: (round(t, 3), round(float((s[yt] >= t).mean()), 3), round(float((s[~yt] >= t).mean()), 4))

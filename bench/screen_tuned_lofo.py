@@ -22,7 +22,7 @@ from sklearn.linear_model import LogisticRegression
 from keel.config import load_settings
 from keel.factory import make_embeddings
 from keel.safety.learned import screen_learned
-from keel.safety.fit import load_screen_set, fit_screen, fit_logistic, score_items
+from keel.safety.fit import load_screen_set, fit_screen, fit_view_model, score_items
 from keel.safety.tuned import model_views, TunedScreen
 from train_screen_minilm import is_calibration, joint_thresholds
 
@@ -65,7 +65,7 @@ def fold(items, E, fam, tuned_dir=None) -> dict:
     head = LogisticRegression(C=1.0, max_iter=3000, class_weight="balanced").fit(
         np.vstack([E[k][:1] for k in fit]), y[fit])                          # main views, as the layer is fitted
     m = fit_screen([items[k] for k in train])
-    lr_fit, vocab = fit_logistic([items[k] for k in fit], y[fit], 4.0, 2)
+    lr_fit, vocab = fit_view_model([items[k] for k in fit], y[fit], 4.0, 2)
     th = joint_thresholds(score_items(lr_fit, vocab, [items[k] for k in cal]), head_scores(head, E, cal), y[cal],
                           m.threshold, 0.02)
     p = np.array([m.prob(items[k]["text"]) for k in test]); z = head_scores(head, E, test)

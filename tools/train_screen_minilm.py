@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 import numpy as np
 from keel.safety.learned import default_model
-from keel.safety.fit import load_screen_set, fit_logistic, score_items
+from keel.safety.fit import load_screen_set, fit_view_model, score_items
 from keel.safety.tuned import model_views, OnnxScorer
 
 SET = ROOT / "golden/safety/screen_set.jsonl"
@@ -271,7 +271,7 @@ if __name__ == "__main__":
     z = np.array([max(sc.logits([v for _, v in model_views(i["text"])])) for i in cal])
     y = np.array([i["label"] == "injection" for i in cal], dtype=int)
     yf = np.array([i["label"] == "injection" for i in fit], dtype=int)
-    lrm, vocab = fit_logistic(fit, yf, 4.0, 2)
+    lrm, vocab = fit_view_model(fit, yf, 4.0, 2)
     lr = score_items(lrm, vocab, cal)
     log(f"calibration part scored in {time.time() - t2:.0f} s ({len(cal)} passages)")
     from sklearn.metrics import roc_auc_score

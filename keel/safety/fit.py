@@ -12,7 +12,7 @@ from .screen import screen
 from .learned import CLASS_WEIGHT, LearnedScreen, view_features, views, save_model, default_model_path
 
 # %% auto #0
-__all__ = ['view_texts', 'feature_matrix', 'fit_logistic', 'score_items', 'lowest_threshold', 'kind_threshold', 'fit_screen',
+__all__ = ['view_texts', 'feature_matrix', 'fit_view_model', 'score_items', 'lowest_threshold', 'kind_threshold', 'fit_screen',
            'load_screen_set', 'train_default']
 
 # %% ../../nbs/20d_safety_fit.ipynb #185a9fd9
@@ -44,7 +44,7 @@ def feature_matrix(texts:list[str], vocab=None, min_df:int=2, class_weight:float
     return csr_matrix((vals, (rows, cols)), shape=(len(texts), len(vocab))), vocab
 
 # %% ../../nbs/20d_safety_fit.ipynb #60c98b15
-def fit_logistic(items, y, C, min_df, class_weight=None, benign_views:bool=False):
+def fit_view_model(items, y, C, min_df, class_weight=None, benign_views:bool=False):
     "Logistic regression on main views (with `benign_views`, every view of a benign item too); its vocabulary."
     import numpy as np
     from sklearn.linear_model import LogisticRegression
@@ -91,7 +91,7 @@ def _thresholds(items, y, C, min_df, target_fpr, target_fpr_both, folds, cw=None
     oof = np.zeros(len(items))
     groups = [i.get("family", "?") if i["label"] == "injection" else i.get("template", i["id"]) for i in items]
     for tr, te in GroupKFold(n_splits=folds).split(items, y, groups):
-        lr, vocab = fit_logistic([items[k] for k in tr], y[tr], C, min_df, cw, benign_views)
+        lr, vocab = fit_view_model([items[k] for k in tr], y[tr], C, min_df, cw, benign_views)
         oof[te] = score_items(lr, vocab, [items[k] for k in te], cw)
     own = (y == 0) & np.array([i.get("kind") in (kind_fpr or {}) for i in items])   # kinds with budgets of their own
     neg = (y == 0) & ~own                               # `target_fpr` is spent on the other benign passages only
@@ -126,7 +126,7 @@ def fit_screen(items:list[dict], # labelled passages: text, label (injection|ben
     y = np.array([i["label"] == "injection" for i in items], dtype=int)
     thr, conf, oof = _thresholds(items, y, C, min_df, target_fpr, target_fpr_both, folds, cw, benign_views,
                                  kind_fpr) if threshold is None else (float(threshold), float(confirm), {})
-    lr, vocab = fit_logistic(items, y, C, min_df, cw, benign_views)
+    lr, vocab = fit_view_model(items, y, C, min_df, cw, benign_views)
     names = sorted(vocab, key=vocab.get)
     if calibration and threshold is None:
         thr = max(thr, kind_threshold(calibration, score_items(lr, vocab, calibration, cw), kind_fpr))
