@@ -24,7 +24,7 @@ from .retrieval_data import Judgment, Dataset, RetrievalGate, LEVELS, load_datas
 # %% auto #0
 __all__ = ['BENCH_TAGS', 'System', 'corpus_context', 'CachedEmbeddings', 'cache_key', 'trec_docno', 'judge_ranking', 'metric_key',
            'case_metrics', 'standard_systems', 'run_file_system', 'BenchmarkResult', 'run_benchmark', 'gate_name',
-           'check_gates', 'RetrievalTask', 'retrieval_systems']
+           'benchmark_checks', 'RetrievalTask', 'retrieval_systems']
 
 # %% ../../nbs/50b_evals_retrieval_bench.ipynb #ff749668
 BENCH_TAGS = ("benchmark",)   # the tags of a benchmark corpus's passages, and of the user who asks
@@ -184,7 +184,7 @@ class BenchmarkResult:
     qrels: dict = field(default_factory=dict)          # level -> case id -> {unit id: grade}
     scores: dict = field(default_factory=dict)         # system -> level -> case id -> {metric: value}
     seconds: dict = field(default_factory=dict)        # system -> seconds spent retrieving
-    gates: list = field(default_factory=list)          # a FloorCheck per dataset gate, in order (`check_gates`)
+    gates: list = field(default_factory=list)          # a FloorCheck per dataset gate, in order (`benchmark_checks`)
     seed: int = 0
     permutations: int = 10_000
     head: dict = field(default_factory=lambda: report_head("retrieval"))   # schema version, kind, stamp
@@ -229,7 +229,7 @@ def run_benchmark(source, # a Keel context, a retriever (bm25/vector), or {name:
     for name in names:
         try: _run_system(res, name, available[name], progress)
         except (KeelError, OSError) as e: res.skipped[name] = f"{type(e).__name__}: {e}"
-    check_gates(res)
+    benchmark_checks(res)
     return res
 
 # %% ../../nbs/50b_evals_retrieval_bench.ipynb #abda76ac
@@ -290,7 +290,7 @@ def _gate_result(res:BenchmarkResult, g:RetrievalGate) -> FloorCheck:
     return check(v, meets(v, g.minimum), worst if g.system == "all" else "")
 
 # %% ../../nbs/50b_evals_retrieval_bench.ipynb #c2193a6e
-def check_gates(res:BenchmarkResult) -> list[FloorCheck]:
+def benchmark_checks(res:BenchmarkResult) -> list[FloorCheck]:
     "Evaluate the dataset's gates against a result (stored on it, and returned)."
     res.gates = [_gate_result(res, g) for g in res.dataset.gates]
     return res.gates

@@ -23,9 +23,10 @@ __all__ = ['FRAMES', 'PLANTS', 'PERTURBATIONS', 'NOISE_RATIOS', 'REWORDINGS', 'P
            'passage_pool', 'is_expected', 'distractors', 'stand_in', 'replace_share', 'altered_number',
            'counterfactual_fact', 'alter', 'reword', 'plant', 'Probe', 'probe_rng', 'corpus_tags', 'excluding_tags',
            'probes_for', 'score_probe', 'ask_probe', 'row_kind', 'consistency', 'follows_when_stated', 'table',
-           'gate_value', 'robustness_gate', 'check_gates', 'RobustnessResult', 'answerable', 'parse_perturbations',
-           'probe_key', 'checkpoint_header', 'probe_checkpoint', 'ask_probes', 'ProbeTask', 'robustness_rows',
-           'run_robustness', 'noise_figure', 'render_robustness', 'write_robustness_report', 'format_table', 'cli']
+           'gate_value', 'robustness_gate', 'robustness_checks', 'RobustnessResult', 'answerable',
+           'parse_perturbations', 'probe_key', 'checkpoint_header', 'probe_checkpoint', 'ask_probes', 'ProbeTask',
+           'robustness_rows', 'run_robustness', 'noise_figure', 'render_robustness', 'write_robustness_report',
+           'format_table', 'cli']
 
 # %% ../../nbs/62_evals_robustness.ipynb #f2b8c9dd
 from .grounding import token_f1, normalize_answer
@@ -352,7 +353,7 @@ def robustness_gate(overrides:dict|None=None) -> Gate:
     return Gate(floors={k: float((overrides or {}).get(k, b)) for k, (_, b) in ROBUSTNESS_GATES.items()},
                 lower_is_better=frozenset(k for k, (d, _) in ROBUSTNESS_GATES.items() if d == "max"))
 
-def check_gates(rows:list[dict], overrides:dict|None=None) -> list[FloorCheck]:
+def robustness_checks(rows:list[dict], overrides:dict|None=None) -> list[FloorCheck]:
     "Every gate whose perturbation ran; one with nothing to measure (`passed` None) does not fail the run."
     ran = {r["perturbation"] for r in rows}
     return [f for f in robustness_gate(overrides).floor_checks(lambda k: gate_value(k, rows))
@@ -482,7 +483,7 @@ def run_robustness(ctx, # an AppContext (answer_engine, retriever, con, settings
         if r["perturbation"] in ("reworded", "passage_order") and r["id"] in clean:
             r.update(consistency(r, clean[r["id"]]))
         if r["perturbation"] == "counterfactual" and r["id"] in clean: r.update(follows_when_stated(r, clean[r["id"]]))
-    tab, gates = table(rows), check_gates(rows, overrides)
+    tab, gates = table(rows), robustness_checks(rows, overrides)
     payload = dict(**report_head("robustness"), golden_path=str(golden_path), seed=seed, limit=limit,
                    perturbations=list(perturbations), mode=ctx.settings.answer_mode,
                    profile=getattr(ctx.settings, "profile", ""),
