@@ -81,11 +81,9 @@ if __name__ == "__main__":
     extra, fit = (), {}
     if a.packaged:
         sys.path.insert(0, str(ROOT / "bench"))
-        from screen_manual_fit import tune_chunks, manual_negatives, INFORMED
-        strip = lambda xs: [{k: v for k, v in i.items() if k != "sha256"} for i in xs]
-        chunks = tune_chunks(INFORMED)
-        extra = strip(manual_negatives(chunks["fit"], INFORMED, 800))
-        fit = dict(benign_views=True, kind_fpr={"manual": 0.01}, calibration=strip(chunks["calibration"]))
+        from screen_manual_fit import packaged_recipe, without_digest, INFORMED
+        neg, fit = packaged_recipe(INFORMED)
+        extra = without_digest(neg)
         a.out = a.out or str(ROOT / "bench" / "results" / "screen-lofo-packaged.json")
     rows = []
     for fam in fams:

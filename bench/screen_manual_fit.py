@@ -57,6 +57,17 @@ def manual_negatives(fit:list[dict], names, per_manual:int) -> list[dict]:
     return [i for n in names for i in sorted((i for i in fit if i["id"].startswith(n + ":")),
                                              key=lambda i: i["sha256"])[:per_manual]]
 
+def without_digest(xs:list[dict]) -> list[dict]:
+    "The passages without their `sha256` (kept for the ids file; `fit_screen` does not read it)."
+    return [{k: v for k, v in i.items() if k != "sha256"} for i in xs]
+
+def packaged_recipe(names, per_manual:int=800, manual_pages:float=0.01, benign_views:bool=True) -> tuple[list, dict]:
+    "The manual negatives (with digests) and the other `fit_screen` arguments the packaged model is fitted with."
+    chunks = tune_chunks(names)                          # each manual loaded and chunked once
+    neg = manual_negatives(chunks["fit"], names, per_manual)
+    return neg, dict(benign_views=benign_views, kind_fpr={"manual": manual_pages},
+                     calibration=without_digest(chunks["calibration"]))
+
 def recall(m, items) -> dict:
     "Recall on attacks and FPR on benign passages under the default rule (patterns or the model over its threshold)."
     def hit(t): return m.best_view(t)[0] >= m.threshold or screen(t).quarantine
@@ -82,12 +93,10 @@ def main():
     a = ap.parse_args()
     t0 = time.process_time()
     train = [i for i in load_screen_set(ROOT/"golden/safety/screen_set.jsonl") if i.get("split") == "train"]
-    chunks = tune_chunks(a.manuals)                      # each manual loaded and chunked once
-    neg, cal = manual_negatives(chunks["fit"], a.manuals, a.per_manual), chunks["calibration"]
+    neg, fit = packaged_recipe(a.manuals, a.per_manual, a.manual_pages, benign_views=not a.main_views_only)
+    cal = fit["calibration"]
     print(f"{len(train)} labelled passages + {len(neg)} manual chunks; {len(cal)} calibration chunks", flush=True)
-    strip = lambda xs: [{k: v for k, v in i.items() if k != "sha256"} for i in xs]
-    m = fit_screen(train + strip(neg), benign_views=not a.main_views_only, kind_fpr={"manual": a.manual_pages},
-                   calibration=strip(cal))
+    m = fit_screen(train + without_digest(neg), **fit)
     m.meta["manual_negatives"] = dict(manuals=a.manuals, per_manual=a.per_manual, n=len(neg),
                                       calibration_pages=len({i["template"] for i in cal}))
     out = a.out or (default_model_path() if a.install else HERE/"results"/"screen-model-candidate.json")
