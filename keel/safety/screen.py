@@ -217,14 +217,12 @@ def _clause(t:str, start:int) -> str:
     "The clause before `start` (at most 60 characters back)."
     return re.split(r"[.;:!?\n]", t[max(0, start - 60):start])[-1]
 
-def _negated(t:str, start:int) -> bool:
-    "Whether the clause before `start` negates or reports what follows (\"IT will never ask you to reveal...\")."
-    clause = _clause(t, start)
+def _negated(clause:str) -> bool:
+    "Whether the clause before a match negates or reports what follows (\"IT will never ask you to reveal...\")."
     return bool(_NEG.search(clause) or _REPORTED.search(clause))
 
-def _described(t:str, start:int) -> bool:
-    "Whether the clause before `start` says what something other than the reader may do (\"tracebacks might reveal\")."
-    clause = _clause(t, start)
+def _described(clause:str) -> bool:
+    "Whether the clause before a match says what something other than the reader may do (\"tracebacks might reveal\")."
     return bool(_MODAL.search(clause)) and not _ADDRESSED.search(clause)
 
 _SECRET_NOUN = re.compile(r"(?:keys?|tokens?|passwords?|credentials|variables|vars?|\.env)$")
@@ -234,11 +232,11 @@ _IMPERATIVE_BEFORE = re.compile(   # what may stand before a verb given as an or
     r")\s*$")
 _ABOUT = re.compile(r"\b(?:description|documentation|explanation|overview|summary) of\b")
 
-def _stated(t:str, m:re.Match) -> bool:
+def _stated(clause:str, m:re.Match) -> bool:
     "Whether a request for a named secret (passwords, keys, environment variables) states a fact instead of an order."
     if not _SECRET_NOUN.search(m.group()): return False
-    clause = _clause(t, m.start())   # a subject before the verb ("these preferences include the settings of ...")
-    return not _IMPERATIVE_BEFORE.search(clause) or bool(_ABOUT.search(m.group()))   # or "a description of" them
+    # a subject before the verb ("these preferences include the settings of ..."), or "a description of" the secret
+    return not _IMPERATIVE_BEFORE.search(clause) or bool(_ABOUT.search(m.group()))
 
 def _families(t:str) -> dict[str, tuple[float, str]]:
     "The strongest match of each pattern family in normalised text: {family: (weight, snippet)}."
@@ -246,8 +244,10 @@ def _families(t:str) -> dict[str, tuple[float, str]]:
     for fam, pats in _COMPILED.items():
         for w, rx in pats:
             for m in rx.finditer(t):
-                if fam in ("secret_request", "exfiltration") and _negated(t, m.start()): continue
-                if fam == "secret_request" and (_described(t, m.start()) or _stated(t, m)): continue
+                if fam in ("secret_request", "exfiltration"):
+                    clause = _clause(t, m.start())
+                    if _negated(clause): continue
+                    if fam == "secret_request" and (_described(clause) or _stated(clause, m)): continue
                 w2 = w * 0.2 if any(a <= m.start() and m.end() <= b for a, b in quoted) else w
                 if w2 > out.get(fam, (0, ""))[0]: out[fam] = (w2, m.group()[:80])
     roles = {m.group(1)
