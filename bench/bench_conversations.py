@@ -64,15 +64,15 @@ def md(out:dict) -> str:
     f = lambda v: "-" if v is None else f"{v:.2f}"
     for r in out["runs"]:
         for pos, v in r["by_position"].items():
-            lines.append(f"| {r.get('gate', 'default')} | {r['split']} | {r['rewrite']} | {r['conversations']} | "
+            lines.append(f"| {r['gate']} | {r['split']} | {r['rewrite']} | {r['conversations']} | "
                          f"{pos} | {v['turns']} | "
                          f"{f(v['hit_at_3'])} | {f(v['answered'])} | {f(v['refusal_correct'])} | {f(v['passed'])} | "
                          f"{f(v['token_f1'])} | {v['leaks']} |")
     lines += ["", "| gate | split | rewrite | conversations passed | seconds per turn | model rewrites kept | "
               "follow-ups kept as asked |", "|---|---|---|---|---|---|---|"]
-    lines += [f"| {r.get('gate', 'default')} | {r['split']} | {r['rewrite']} | {f(r['conversation']['passed'])} | "
+    lines += [f"| {r['gate']} | {r['split']} | {r['rewrite']} | {f(r['conversation']['passed'])} | "
               f"{r['seconds_per_turn']} | "
-              f"{r['model_rewrites']} | {r.get('kept_as_asked', '-')} |" for r in out["runs"]]
+              f"{r['model_rewrites']} | {r['kept_as_asked']} |" for r in out["runs"]]
     return "\n".join(lines) + "\n"
 
 
