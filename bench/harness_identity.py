@@ -10,7 +10,8 @@ committed baseline with the run, and the agent tasks (the packaged model in proc
 code (its `keel` package first on the path), for the "before" of a refactor. `diff` drops what legitimately
 changes between runs (stamps, timings, request and run ids, paths, code digests) and prints every other
 difference; exit 0 when there is none. `--rename OLD=NEW` reads a field the change renamed under its new name (a
-value: `robustness.kind:robustness=keel-eval-robustness`), and each rename is listed.
+value: `robustness.kind:robustness=keel-eval-robustness`), and each rename is listed; `--grouped` prints each field path once
+(list positions as [*]) with the number of rows it covers.
 """
 
 import argparse, glob, json, os, re, shutil, subprocess, sys, tempfile, time
@@ -138,7 +139,18 @@ def rename(report, spec: str):
     walk(report, parts)
 
 
-def diff(before: Path, after: Path, ignore, renames=()) -> int:
+def grouped(out: list[str]) -> list[str]:
+    "The differences with list positions as [*]: each distinct path once, with how many rows it covers."
+    seen = {}
+    for line in out:
+        path, _, what = line.partition(": ")
+        key = (re.sub(r"\[\d+\]", "[*]", path), what if what.startswith("only in") else "changed")
+        seen.setdefault(key, []).append(line)
+    return [f"{p}: {w}" + (f" ({len(v)} rows)" if len(v) > 1 else f" ({v[0].partition(': ')[2]})" if w == "changed"
+                          else "") for (p, w), v in seen.items()]
+
+
+def diff(before: Path, after: Path, ignore, renames=(), group=False) -> int:
     a, b, total = reports(before), reports(after), 0
     for spec in renames:
         kind, _, field = spec.partition(".")
@@ -147,7 +159,7 @@ def diff(before: Path, after: Path, ignore, renames=()) -> int:
     for k in a:
         out = []
         _diff(_clean(a[k], ignore), _clean(b[k], ignore), k, out)
-        print(*out, sep="\n") if out else None
+        print(*(grouped(out) if group else out), sep="\n") if out else None
         print(f"{k}: {len(out)} difference(s)")
         total += len(out)
     return 1 if total else 0
@@ -167,5 +179,8 @@ if __name__ == "__main__":
     )
     d.add_argument("--rename", nargs="*", default=[], metavar="KIND.OLD=NEW",
                    help="a field the change renamed: read the before report's OLD as NEW (listed in the output)")
+    d.add_argument("--grouped", action="store_true",
+                   help="one line per field path, list positions as [*], with the number of rows it covers")
     a = p.parse_args()
-    sys.exit(capture(a.out, a.code) if a.cmd == "capture" else diff(a.before, a.after, set(a.ignore), a.rename))
+    sys.exit(capture(a.out, a.code) if a.cmd == "capture" else diff(a.before, a.after, set(a.ignore), a.rename,
+                                                                                   a.grouped))
