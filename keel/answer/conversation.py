@@ -11,8 +11,8 @@ from .types import User, Answer
 from ..providers.base import allowed
 
 # %% auto #0
-__all__ = ['Turn', 'visible_turn', 'leans_on_history', 'topic_question', 'carry_rewrite', 'rewrite_prompt', 'check_rewrite',
-           'standalone', 'Conversation']
+__all__ = ['Turn', 'visible_turn', 'content_words', 'leans_on_history', 'topic_question', 'carry_rewrite', 'rewrite_prompt',
+           'check_rewrite', 'standalone', 'Conversation']
 
 # %% ../../nbs/31b_answer_conversation.ipynb #dfc6d795
 @dataclass
@@ -31,9 +31,16 @@ def visible_turn(t:Turn, tags) -> bool:
 _PRONOUN = re.compile(r"\b(it|its|that|this|those|these|they|them|their|there|he|she|him|his|her|one|ones)\b", re.I)
 _OPENER = re.compile(r"^\s*(and|also|so|then|what about|how about|what if|same for|and for|or)\b", re.I)
 
+_LIGHT = set("did were being been would could s we our us my me they them he she him his her any some still just get "
+             "got also so then about ever".split())   # words `terms` keeps that say nothing of a question's subject
+
+def content_words(question:str) -> list[str]:
+    "The words of `question` that can name its subject: `terms` less auxiliaries, pronouns and particles."
+    return [w for w in terms(question) if w not in _LIGHT]
+
 def leans_on_history(question:str) -> bool:
     "True when `question` reads as a follow-up: a pronoun, a follow-up opener, or fewer than four content words."
-    n = len(terms(question))
+    n = len(content_words(question))
     return bool((_PRONOUN.search(question) and n < 6) or (_OPENER.match(question) and n < 5) or n < 4)
 
 # %% ../../nbs/31b_answer_conversation.ipynb #3cbf2f5e
