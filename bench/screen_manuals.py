@@ -80,7 +80,8 @@ def compare_table(before:dict, after:dict, attacks:dict|None=None) -> str:
     for m in after["manuals"]:
         for s in ("tune", "held_out"):
             b, a = split(before, m["manual"], s), split(after, m["manual"], s)
-            informs = "yes" if s == "tune" and m["manual"] in INFORMED else "no"
+            informs = ("no" if s != "tune" else "fit, rules" if m["manual"] in INFORMED
+                       else RULES_FROM.get(m["manual"], "no"))
             pages = [f"{r['pages_flagged']} ({r['page_share']:.1%})" for r in (b, a)]
             lines.append(f"| {m['manual']} | {s} | {informs} | {a['pages']} | {pages[0]} → {pages[1]} "
                          f"| {a['chunks']} | {b['chunk_fpr']:.2%} → {a['chunk_fpr']:.2%} |")
@@ -94,7 +95,8 @@ def compare_table(before:dict, after:dict, attacks:dict|None=None) -> str:
                          f"{b['fpr']:.3f} → {a['fpr']:.3f} |")
     return "\n".join(lines) + "\n"
 
-INFORMED = ("python3-doc", "sqlite3-doc")   # their tune pages may inform the screen; PostgreSQL's never do
+INFORMED = ("python3-doc", "sqlite3-doc")   # their tune pages inform the fit and the pattern rules
+RULES_FROM = {"postgresql-doc-15": "one rule"}   # its tune pages informed the role-play rule only; no held-out page informs
 
 def main():
     ap = argparse.ArgumentParser()

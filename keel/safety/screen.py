@@ -238,16 +238,20 @@ def _stated(clause:str, m:re.Match) -> bool:
     # a subject before the verb ("these preferences include the settings of ..."), or "a description of" the secret
     return not _IMPERATIVE_BEFORE.search(clause) or bool(_ABOUT.search(m.group()))
 
+_ROLEPLAY = re.compile(r"^(?:pretend|act as|roleplay)")   # the role-play matches of instruction_override
+
 def _families(t:str) -> dict[str, tuple[float, str]]:
     "The strongest match of each pattern family in normalised text: {family: (weight, snippet)}."
     quoted, out = quoted_spans(t), {}
     for fam, pats in _COMPILED.items():
         for w, rx in pats:
             for m in rx.finditer(t):
-                if fam in ("secret_request", "exfiltration"):
+                roleplay = fam == "instruction_override" and _ROLEPLAY.match(m.group())
+                if fam in ("secret_request", "exfiltration") or roleplay:
                     clause = _clause(t, m.start())
                     if _negated(clause): continue
                     if fam == "secret_request" and (_described(clause) or _stated(clause, m)): continue
+                    if roleplay and _described(clause): continue   # "a third party can pretend to be the server"
                 w2 = w * 0.2 if any(a <= m.start() and m.end() <= b for a, b in quoted) else w
                 if w2 > out.get(fam, (0, ""))[0]: out[fam] = (w2, m.group()[:80])
     roles = {m.group(1)
