@@ -10,8 +10,8 @@ committed baseline with the run, and the agent tasks (the packaged model in proc
 code (its `keel` package first on the path), for the "before" of a refactor. `diff` drops what legitimately
 changes between runs (stamps, timings, request and run ids, paths, code digests) and prints every other
 difference; exit 0 when there is none. `--rename OLD=NEW` reads a field the change renamed under its new name (a
-value: `robustness.kind:robustness=keel-eval-robustness`), and each rename is listed; `--grouped` prints each field path once
-(list positions as [*]) with the number of rows it covers.
+value: `robustness.kind:robustness=keel-eval-robustness`), and each rename is listed; `--grouped` prints each field
+path once (list positions as [*]) with the number of rows it covers.
 """
 
 import argparse, glob, json, os, re, shutil, subprocess, sys, tempfile, time

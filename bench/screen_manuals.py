@@ -96,7 +96,8 @@ def compare_table(before:dict, after:dict, attacks:dict|None=None) -> str:
     return "\n".join(lines) + "\n"
 
 INFORMED = ("python3-doc", "sqlite3-doc")   # their tune pages inform the fit and the pattern rules
-RULES_FROM = {"postgresql-doc-15": "one rule"}   # its tune pages informed the role-play rule only; no held-out page informs
+RULES_FROM = {"postgresql-doc-15": "one rule"}   # its tune pages informed the role-play rule only
+# no held-out page of any manual informs anything
 
 def main():
     ap = argparse.ArgumentParser()
