@@ -146,8 +146,12 @@ def grouped(out: list[str]) -> list[str]:
         path, _, what = line.partition(": ")
         key = (re.sub(r"\[\d+\]", "[*]", path), what if what.startswith("only in") else "changed")
         seen.setdefault(key, []).append(line)
-    return [f"{p}: {w}" + (f" ({len(v)} rows)" if len(v) > 1 else f" ({v[0].partition(': ')[2]})" if w == "changed"
-                          else "") for (p, w), v in seen.items()]
+    lines = []
+    for (path, what), rows in seen.items():
+        if len(rows) > 1: what += f" ({len(rows)} rows)"
+        elif what == "changed": what += f" ({rows[0].partition(': ')[2]})"
+        lines.append(f"{path}: {what}")
+    return lines
 
 
 def diff(before: Path, after: Path, ignore, renames=(), group=False) -> int:

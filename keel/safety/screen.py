@@ -250,8 +250,9 @@ def _families(t:str) -> dict[str, tuple[float, str]]:
                 if fam in ("secret_request", "exfiltration") or roleplay:
                     clause = _clause(t, m.start())
                     if _negated(clause): continue
-                    if fam == "secret_request" and (_described(clause) or _stated(clause, m)): continue
-                    if roleplay and _described(clause): continue   # "a third party can pretend to be the server"
+                    # "tracebacks might reveal passwords", "a third party can pretend to be the server"
+                    if (fam == "secret_request" or roleplay) and _described(clause): continue
+                    if fam == "secret_request" and _stated(clause, m): continue
                 w2 = w * 0.2 if any(a <= m.start() and m.end() <= b for a, b in quoted) else w
                 if w2 > out.get(fam, (0, ""))[0]: out[fam] = (w2, m.group()[:80])
     roles = {m.group(1)
