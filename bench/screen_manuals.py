@@ -71,8 +71,9 @@ def measure(name:str, root:Path, limit:int|None, screen_fn) -> dict:
         r["chunk_fpr"] = round(r["chunks_flagged"] / max(r["chunks"], 1), 5)
     return dict(manual=name, pages=n, loaded=len(docs), splits=res, flagged=flagged)
 
-def compare_table(before:dict, after:dict, attacks:dict|None=None) -> str:
+def compare_table(before:dict, after:dict, attacks:dict|None=None, fitted=None) -> str:
     "Markdown: pages with a quarantined chunk and chunk FPR per manual and split, before and after; attacks beside."
+    fitted = INFORMED if fitted is None else fitted   # the manuals whose tune pages the after model was fitted on
     def split(run, man, s):
         return next(m["splits"][s] for m in run["manuals"] if m["manual"] == man)
     lines = ["| manual | split | informs | pages | pages flagged (before → after) | chunks "
@@ -80,8 +81,8 @@ def compare_table(before:dict, after:dict, attacks:dict|None=None) -> str:
     for m in after["manuals"]:
         for s in ("tune", "held_out"):
             b, a = split(before, m["manual"], s), split(after, m["manual"], s)
-            informs = ("no" if s != "tune" else "fit, rules" if m["manual"] in INFORMED
-                       else RULES_FROM.get(m["manual"], "no"))
+            informs = ("no" if s != "tune" else "fit, rules" if m["manual"] in fitted and m["manual"] in INFORMED
+                       else "fit, one rule" if m["manual"] in fitted else RULES_FROM.get(m["manual"], "no"))
             pages = [f"{r['pages_flagged']} ({r['page_share']:.1%})" for r in (b, a)]
             lines.append(f"| {m['manual']} | {s} | {informs} | {a['pages']} | {pages[0]} → {pages[1]} "
                          f"| {a['chunks']} | {b['chunk_fpr']:.2%} → {a['chunk_fpr']:.2%} |")
@@ -107,13 +108,15 @@ def main():
     ap.add_argument("--model", type=Path, default=None, help="a model file instead of the packaged one")
     ap.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"),
                     help="two runs' names: write the side-by-side table")
+    ap.add_argument("--attacks", default="screen-manuals-attacks.json", help="with --compare: the refit's attack recall")
+    ap.add_argument("--fitted", nargs="*", default=None, help="with --compare: the manuals the AFTER model was fitted on")
+    ap.add_argument("--md", default="screen-manuals.md", help="with --compare: the table's file in bench/results")
     a = ap.parse_args()
     if a.compare:
         runs = [json.loads((HERE/"results"/f"screen-manuals-{n}.json").read_text()) for n in a.compare]
-        att = HERE/"results"/"screen-manuals-attacks.json"
-        md = HERE/"results"/"screen-manuals.md"
+        att, md = HERE/"results"/a.attacks, HERE/"results"/a.md
         md.write_text(f"# The injection screen on Debian's HTML manuals: {a.compare[0]} → {a.compare[1]}\n\n"
-                      + compare_table(*runs, json.loads(att.read_text()) if att.exists() else None))
+                      + compare_table(*runs, json.loads(att.read_text()) if att.exists() else None, a.fitted))
         print(md.read_text()); return
     m, t0 = (load_model(a.model) if a.model else default_model()), time.process_time()
     out = dict(screen="patterns + learned", model=str(a.model or "packaged"), threshold=round(m.threshold, 3), limit=a.limit, manuals=[])
