@@ -11,8 +11,8 @@ from .types import User, Answer
 from ..providers.base import allowed
 
 # %% auto #0
-__all__ = ['Turn', 'visible_turn', 'content_words', 'leans_on_history', 'topic_question', 'carry_rewrite', 'rewrite_prompt',
-           'check_rewrite', 'standalone', 'Conversation']
+__all__ = ['Turn', 'visible_turn', 'content_words', 'leans_on_history', 'finds_own_words', 'topic_question', 'carry_rewrite',
+           'rewrite_prompt', 'check_rewrite', 'standalone', 'Conversation']
 
 # %% ../../nbs/31b_answer_conversation.ipynb #dfc6d795
 @dataclass
@@ -43,6 +43,12 @@ def leans_on_history(question:str) -> bool:
     n = len(content_words(question))
     return bool((_PRONOUN.search(question) and n < 6) or (_OPENER.match(question) and n < 5) or n < 4)
 
+def finds_own_words(question:str, hits, # what a carried query retrieved
+                    share:float=0.5, k:int=3) -> bool:
+    "True when at least `share` of `question`'s content words are in the text of the top `k` hits."
+    own, found = set(content_words(question)), {w for h in list(hits)[:k] for w in terms(h.text)}
+    return bool(own) and len(own & found) >= share * len(own)
+
 # %% ../../nbs/31b_answer_conversation.ipynb #3cbf2f5e
 def _titles(a:Answer|None) -> list[str]:
     out = []
@@ -57,10 +63,12 @@ def topic_question(turns:list[Turn]) -> str:
 
 def carry_rewrite(question:str, # the follow-up as asked
                   turns:list[Turn], # the conversation so far, oldest first
-                  tags) -> str: # the asker's current tags
+                  tags, # the asker's current tags
+                  force:bool=False # carry even when the question stands alone
+                 ) -> str:
     "The follow-up with the previous visible turn's query and cited titles carried; unchanged when it stands alone."
     seen = [t for t in turns if visible_turn(t, tags) and not getattr(t.answer, "refused", False)]
-    if not seen or not leans_on_history(question): return question
+    if not seen or not (force or leans_on_history(question)): return question
     titles = [x for x in _titles(seen[-1].answer) if x.lower() not in question.lower()]
     return f"{question} (following: {'; '.join([topic_question(seen)] + titles)})"
 
@@ -89,14 +97,19 @@ def standalone(question:str, # the follow-up as asked
                tags, # the asker's current tags
                rewrite:str="carry", # `model` (falling back to the carry), `carry`, or `none` (history ignored)
                llm=None, # a function returning the LLM, for `model`
-               answerable=None # a function: does a query pass the answerability gate as it stands?
+               answerable=None # `answerable(query, own=None)`: does `query` pass the gate (with `own`: `words_found`)?
               ) -> dict:
     "The standalone query for a turn and how it was made: `standalone`, `rewrite` (model, carry, none), `turn`."
     out = dict(turn=len(turns) + 1, asked=question, standalone=question, rewrite="none")
     if rewrite == "none" or not turns: return out
-    if (answerable is not None and not _PRONOUN.search(question) and leans_on_history(question)
-            and answerable(question)): return {**out, "as_asked": True}   # carried words would only dilute it
-    if rewrite == "model" and leans_on_history(question) and any(visible_turn(t, tags) for t in turns):
+    if not leans_on_history(question):   # stands alone; retried with the topic only when the gate refuses it alone
+        if answerable is None or answerable(question): return out
+        q = carry_rewrite(question, turns, tags, force=True)
+        return {**out, "standalone": q, "rewrite": "carry", "retried": True} if (
+            q != question and answerable(q, own=question)) else out
+    if answerable is not None and not _PRONOUN.search(question) and answerable(question):
+        return {**out, "as_asked": True}   # carried words would only dilute it
+    if rewrite == "model" and any(visible_turn(t, tags) for t in turns):
         res = llm().complete(rewrite_prompt(question, turns, tags), temperature=0.0, max_tokens=48, stop=["\n"])
         got = check_rewrite(res.content, question, [t for t in turns if visible_turn(t, tags)])
         if got: return {**out, "standalone": got, "rewrite": "model"}

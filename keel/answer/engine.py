@@ -17,7 +17,7 @@ from .contradiction import mark
 from .prompts import (REFUSAL, EVIDENCE, Prompt, fit_prompt, is_refusal, is_bare_citation, strip_scaffolding,
                                  citation_numbers, CITE_RE)
 from .jsonschema import validate
-from .conversation import standalone
+from .conversation import standalone, finds_own_words
 
 # %% auto #0
 __all__ = ['CARRIED_WEIGHT', 'best_sentence', 'citation_for', 'resolve_citations', 'infer_citations', 'ranked_sentences',
@@ -424,9 +424,9 @@ def _standalone(self:AnswerEngine, question:str, user:User, history, conversatio
     "A follow-up's standalone query, turn number and rewrite (`keel.answer.conversation`); None without history."
     if history is None: return None
     if rewrite == "auto": rewrite = "carry" if mode == "extractive" else "model"
-    def answerable(q):   # the gate passes the follow-up as asked (not only the evidence band)
-        _, passed, *_, band = self.gated_hits(q, user)
-        return passed and not band
+    def answerable(q, own=None):   # the gate passes `q` (not only the evidence band), finding `own`'s words
+        hits, passed, *_, band = self.gated_hits(q, user)
+        return passed and not band and (own is None or finds_own_words(own, hits))
     conv = standalone(question, list(history), user.tags, rewrite=rewrite, llm=lambda: self.llm, answerable=answerable)
     return {**conv, "id": conversation_id}
 
