@@ -5,7 +5,9 @@
 The fixture corpus and examples/own-documents are ingested into a fresh data directory; answers are extractive
 (no language model in the answer, so the figures measure the rewrite and retrieval). Every conversation is run
 twice: with the deterministic carry rewrite and with the history ignored (`rewrite=none`). With a rewrite, a
-follow-up without a pronoun that the answerability gate passes as asked is answered as asked. The bundled model's
+follow-up without a pronoun that the answerability gate passes as asked is answered as asked, and one that stands
+alone but that the gate refuses alone is retried with its topic carried (kept when the gate passes that and its own
+words are in what it retrieves). The bundled model's
 rewrite (`rewrite=model`, falling back to the carry when its reply fails the checks) is slow on a small CPU, so it
 runs on the first `--model-sample` conversations of each split only; the output says so. Figures per split
 (tune: the rules were written from it; heldout: only measured) and turn position: hit@3, answered rate of
@@ -56,7 +58,8 @@ def md(out:dict) -> str:
              "Extractive answers over the fixture corpus and examples/own-documents; `carry` is the deterministic "
              "rewrite, `none` ignores the history, `model` is the bundled model's rewrite (carry when it fails its "
              f"checks) on the first {out['model_sample']} conversations of each split only. With `carry` and `model`, "
-             "a follow-up without a pronoun that the gate passes as asked is answered as asked. `gate`: the shipped "
+             "a follow-up without a pronoun that the gate passes as asked is answered as asked, and a question "
+             "that stands alone but that the gate refuses alone is retried with its topic carried. `gate`: the shipped "
              "default calibration, or the gate calibrated on this corpus with `keel calibrate golden/golden.yaml` "
              f"(the corpus's own golden set, not the conversations; threshold {cal_of(out)}).", "",
              "| gate | split | rewrite | conversations | position | turns | hit@3 | answered | correct refusals | "
