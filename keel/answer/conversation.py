@@ -11,8 +11,8 @@ from .types import User, Answer
 from ..providers.base import allowed
 
 # %% auto #0
-__all__ = ['Turn', 'visible_turn', 'content_words', 'leans_on_history', 'finds_own_words', 'topic_question', 'carry_rewrite',
-           'rewrite_prompt', 'check_rewrite', 'standalone', 'Conversation']
+__all__ = ['Turn', 'visible_turn', 'content_words', 'leans_on_history', 'passage_roots', 'finds_own_words', 'topic_turn',
+           'topic_words', 'carry_rewrite', 'rewrite_prompt', 'check_rewrite', 'standalone', 'Conversation']
 
 # %% ../../nbs/31b_answer_conversation.ipynb #dfc6d795
 @dataclass
@@ -43,11 +43,17 @@ def leans_on_history(question:str) -> bool:
     n = len(content_words(question))
     return bool((_PRONOUN.search(question) and n < 6) or (_OPENER.match(question) and n < 5) or n < 4)
 
+def _root(w:str) -> str: return w[:-1] if len(w) > 4 and w.endswith("e") else w   # "purchase" as "purchas"
+
+def passage_roots(hits, k:int=3) -> set[str]:
+    "The roots of the words in the text of the top `k` hits (`terms`, a final e dropped: purchase, purchases)."
+    return {_root(w) for h in list(hits)[:k] for w in terms(h.text)}
+
 def finds_own_words(question:str, hits, # what a carried query retrieved
                     share:float=0.5, k:int=3) -> bool:
     "True when at least `share` of `question`'s content words are in the text of the top `k` hits."
-    own, found = set(content_words(question)), {w for h in list(hits)[:k] for w in terms(h.text)}
-    return bool(own) and len(own & found) >= share * len(own)
+    own = {_root(w) for w in content_words(question)}
+    return bool(own) and len(own & passage_roots(hits, k)) >= share * len(own)
 
 # %% ../../nbs/31b_answer_conversation.ipynb #3cbf2f5e
 def _titles(a:Answer|None) -> list[str]:
@@ -56,21 +62,26 @@ def _titles(a:Answer|None) -> list[str]:
         if c.title and c.title not in out: out.append(c.title)
     return out
 
-def topic_question(turns:list[Turn]) -> str:
-    "The question that set a follow-up's topic: the last turn that stood alone, else the first turn."
-    return next((t.question.strip() for t in reversed(turns) if not leans_on_history(t.question)),
-                turns[0].question.strip())
+def topic_turn(turns:list[Turn]) -> Turn:
+    "The turn that set a follow-up's topic: the last turn that stood alone, else the first turn."
+    return next((t for t in reversed(turns) if not leans_on_history(t.question)), turns[0])
+
+def topic_words(t:Turn, k:int=3) -> str:
+    "The words of `t`'s question that the top `k` passages it retrieved contain, and its figures (all: none found)."
+    found = passage_roots(getattr(t.answer, "retrieved", None) or [], k)
+    keep = [w for w in t.question.split() if (s := terms(w)) and (_root(s[0]) in found or re.search(r"\d", w))]
+    return " ".join(keep) if keep else t.question.strip()
 
 def carry_rewrite(question:str, # the follow-up as asked
                   turns:list[Turn], # the conversation so far, oldest first
                   tags, # the asker's current tags
                   force:bool=False # carry even when the question stands alone
                  ) -> str:
-    "The follow-up with the previous visible turn's query and cited titles carried; unchanged when it stands alone."
+    "The follow-up with its topic's words and the last cited titles carried; unchanged when it stands alone."
     seen = [t for t in turns if visible_turn(t, tags) and not getattr(t.answer, "refused", False)]
     if not seen or not (force or leans_on_history(question)): return question
     titles = [x for x in _titles(seen[-1].answer) if x.lower() not in question.lower()]
-    return f"{question} (following: {'; '.join([topic_question(seen)] + titles)})"
+    return f"{question} (following: {'; '.join([topic_words(topic_turn(seen))] + titles)})"
 
 # %% ../../nbs/31b_answer_conversation.ipynb #22275221
 def rewrite_prompt(question:str, turns:list[Turn], tags, limit:int=240) -> str:
