@@ -7,7 +7,7 @@ planted attacks, so every quarantine is a false one. The set is split by page: a
 inside the manual starts with a hex digit below 8 is `tune` (it may inform changes to the screen), the rest is
 `held_out` (it must not). Reports, per manual and split, the share of pages with a quarantined chunk and the chunk
 false-positive rate, with each flagged chunk's page, rule and score. Manuals are not committed; install them with
-`apt-get install -y python3-doc sqlite3-doc postgresql-doc-15` (licences: bench/results/screen-manuals-SOURCE.md).
+`apt-get install -y python3-doc sqlite3-doc postgresql-doc-15 git-doc sphinx-doc` (licences: bench/results/screen-manuals-SOURCE.md).
 
     .venv/bin/python bench/screen_manuals.py [--manual NAME ...] [--limit N] [--name before]
     .venv/bin/python bench/screen_manuals.py --compare before after     # bench/results/screen-manuals.md
@@ -24,7 +24,8 @@ from keel.ingest.boilerplate import BlockCounts, keys_of, strip_boilerplate
 from keel.safety.learned import screen_learned, default_model, load_model
 
 MANUALS = {"python3-doc": "/usr/share/doc/python3-doc/html", "sqlite3-doc": "/usr/share/doc/sqlite3",
-           "postgresql-doc-15": "/usr/share/doc/postgresql-doc-15/html"}
+           "postgresql-doc-15": "/usr/share/doc/postgresql-doc-15/html", "git-doc": "/usr/share/doc/git-doc",
+           "sphinx-doc": "/usr/share/doc/sphinx-doc/html"}
 
 def page_digest(rel:str) -> str:
     "The SHA-256 (hex) of a page's path inside its manual: what the page splits are drawn from."
@@ -74,8 +75,8 @@ def measure(name:str, root:Path, limit:int|None, screen_fn) -> dict:
 def compare_table(before:dict, after:dict, attacks:dict|None=None, fitted=None) -> str:
     "Markdown: pages with a quarantined chunk and chunk FPR per manual and split, before and after; attacks beside."
     fitted = INFORMED if fitted is None else fitted   # the manuals whose tune pages the after model was fitted on
-    def split(run, man, s):
-        return next(m["splits"][s] for m in run["manuals"] if m["manual"] == man)
+    def split(run, man, s):   # None: the run did not measure that manual
+        return next((m["splits"][s] for m in run["manuals"] if m["manual"] == man), None)
     lines = ["| manual | split | informs | pages | pages flagged (before → after) | chunks "
              "| chunk FPR (before → after) |", "|---|---|---|---|---|---|---|"]
     for m in after["manuals"]:
@@ -83,9 +84,10 @@ def compare_table(before:dict, after:dict, attacks:dict|None=None, fitted=None) 
             b, a = split(before, m["manual"], s), split(after, m["manual"], s)
             informs = ("no" if s != "tune" else "fit, rules" if m["manual"] in fitted and m["manual"] in INFORMED
                        else "fit, one rule" if m["manual"] in fitted else RULES_FROM.get(m["manual"], "no"))
-            pages = [f"{r['pages_flagged']} ({r['page_share']:.1%})" for r in (b, a)]
+            pages = [f"{r['pages_flagged']} ({r['page_share']:.1%})" if r else "-" for r in (b, a)]
+            fpr = [f"{r['chunk_fpr']:.2%}" if r else "-" for r in (b, a)]
             lines.append(f"| {m['manual']} | {s} | {informs} | {a['pages']} | {pages[0]} → {pages[1]} "
-                         f"| {a['chunks']} | {b['chunk_fpr']:.2%} → {a['chunk_fpr']:.2%} |")
+                         f"| {a['chunks']} | {fpr[0]} → {fpr[1]} |")
     if attacks:
         lines += ["", "| attack set (held out) | attacks | recall (before → after) | benign "
                       "| FPR (before → after) |",
