@@ -32,11 +32,12 @@ _PRONOUN = re.compile(r"\b(it|its|that|this|those|these|they|them|their|there|he
 _OPENER = re.compile(r"^\s*(and|also|so|then|what about|how about|what if|same for|and for|or)\b", re.I)
 
 _LIGHT = set("did were being been would could s we our us my me they them he she him his her any some still just get "
-             "got also so then about ever".split())   # words `terms` keeps that say nothing of a question's subject
+             "got also so then about ever happen someth anyth thing".split())   # `terms` that name no subject
+_HOW = re.compile(r"\bhow (?:many|much|long|often|soon|far)\b", re.I)   # a question word, not the subject
 
 def content_words(question:str) -> list[str]:
-    "The words of `question` that can name its subject: `terms` less auxiliaries, pronouns and particles."
-    return [w for w in terms(question) if w not in _LIGHT]
+    "The words of `question` that can name its subject: `terms` less question words, auxiliaries, pronouns, particles."
+    return [w for w in terms(_HOW.sub("how", question)) if w not in _LIGHT]
 
 def leans_on_history(question:str) -> bool:
     "True when `question` reads as a follow-up: a pronoun, a follow-up opener, or fewer than four content words."
@@ -118,8 +119,8 @@ def standalone(question:str, # the follow-up as asked
         q = carry_rewrite(question, turns, tags, force=True)
         return {**out, "standalone": q, "rewrite": "carry", "retried": True} if (
             q != question and answerable(q, own=question)) else out
-    if answerable is not None and not _PRONOUN.search(question) and answerable(question):
-        return {**out, "as_asked": True}   # carried words would only dilute it
+    if (answerable is not None and not _PRONOUN.search(question) and len(content_words(question)) > 1
+            and answerable(question)): return {**out, "as_asked": True}   # carried words would only dilute it
     if rewrite == "model" and any(visible_turn(t, tags) for t in turns):
         res = llm().complete(rewrite_prompt(question, turns, tags), temperature=0.0, max_tokens=48, stop=["\n"])
         got = check_rewrite(res.content, question, [t for t in turns if visible_turn(t, tags)])
