@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from .attribution import terms, statements, figures, figure_mentions, CITE_MARK, UNITS, Attributed
 
 # %% auto #0
-__all__ = ['NEGATIONS', 'NEGATIVE_WORDS', 'CONTRARIES', 'ALIGN', 'CLAUSE', 'BAND', 'tokens', 'stem', 'opposite', 'clauses',
-           'negations', 'content', 'claim_of', 'about', 'flipped', 'figure_units', 'figure_clash', 'Contradiction',
-           'contradiction', 'mark']
+__all__ = ['NEGATIONS', 'NEGATIVE_WORDS', 'CONTRARIES', 'ALIGN', 'CLAUSE', 'BAND', 'tokens', 'root', 'stem', 'opposite',
+           'clauses', 'negations', 'content', 'claim_of', 'about', 'flipped', 'figure_units', 'figure_clash',
+           'Contradiction', 'contradiction', 'mark']
 
 # %% ../../nbs/30b_answer_contradiction.ipynb #c476cd16
 _CONTRACT = [(r"\bcan't\b|\bcannot\b", "can not"), (r"\bwon't\b", "will not"), (r"\bshan't\b", "shall not"),
@@ -23,11 +23,13 @@ def tokens(text:str) -> list[str]:
     for pat, rep in _CONTRACT: t = re.sub(pat, rep, t)
     return re.findall(r"[a-z0-9$][a-z0-9$.%'-]*[a-z0-9%]|[a-z0-9]|[,;:()]", t)
 
-def _e(w:str) -> str: return w[:-1] if len(w) > 4 and w.endswith("e") else w
+def root(w:str) -> str:
+    "A `terms` stem without a final e, so that purchase and purchases (purchas) meet."
+    return w[:-1] if len(w) > 4 and w.endswith("e") else w
 
 def stem(w:str) -> str:
     "A word as the polarity checks compare it: `terms`' stem without a final e (enable, enabled -> enabl)."
-    return _e((terms(w) or [w])[0])
+    return root((terms(w) or [w])[0])
 
 # %% ../../nbs/30b_answer_contradiction.ipynb #aebcb6dd
 NEGATIONS = set("not no never none nothing neither nor nobody nowhere without".split())
@@ -86,9 +88,9 @@ _YESNO = re.compile(r"^\s*(yes|no)\s*(?:[,.;:!\u2014-]+\s*|$)", re.I)
 
 def content(text:str) -> set[str]:
     "The stemmed content words of `text` without negations and figures: what it is about."
-    return {_e(t) for t in terms(CITE_MARK.sub(" ", text)) if t not in NEGATIONS and not re.search(r"\d", t)}
+    return {root(t) for t in terms(CITE_MARK.sub(" ", text)) if t not in NEGATIONS and not re.search(r"\d", t)}
 
-_UNIT_WORDS = {_e(t) for t in UNITS}   # attribution's units and bounds, stemmed as `content` stems
+_UNIT_WORDS = {root(t) for t in UNITS}   # attribution's units and bounds, stemmed as `content` stems
 
 def claim_of(sentence:str, # an answer sentence
              question:str|None=None # the question it answers, for a bare yes or no

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re, uuid
 from dataclasses import dataclass
 from .attribution import terms
+from .contradiction import root
 from .types import User, Answer
 from ..providers.base import allowed
 
@@ -44,16 +45,14 @@ def leans_on_history(question:str) -> bool:
     n = len(content_words(question))
     return bool((_PRONOUN.search(question) and n < 6) or (_OPENER.match(question) and n < 5) or n < 4)
 
-def _root(w:str) -> str: return w[:-1] if len(w) > 4 and w.endswith("e") else w   # "purchase" as "purchas"
-
 def passage_roots(hits, k:int=3) -> set[str]:
     "The roots of the words in the text of the top `k` hits (`terms`, a final e dropped: purchase, purchases)."
-    return {_root(w) for h in list(hits)[:k] for w in terms(h.text)}
+    return {root(w) for h in list(hits)[:k] for w in terms(h.text)}
 
 def finds_own_words(question:str, hits, # what a carried query retrieved
                     share:float=0.5, k:int=3) -> bool:
     "True when at least `share` of `question`'s content words are in the text of the top `k` hits."
-    own = {_root(w) for w in content_words(question)}
+    own = {root(w) for w in content_words(question)}
     return bool(own) and len(own & passage_roots(hits, k)) >= share * len(own)
 
 # %% ../../nbs/31b_answer_conversation.ipynb #3cbf2f5e
@@ -70,7 +69,7 @@ def topic_turn(turns:list[Turn]) -> Turn:
 def topic_words(t:Turn, k:int=3) -> str:
     "The words of `t`'s question that the top `k` passages it retrieved contain, and its figures (all: none found)."
     found = passage_roots(getattr(t.answer, "retrieved", None) or [], k)
-    keep = [w for w in t.question.split() if (s := terms(w)) and (_root(s[0]) in found or re.search(r"\d", w))]
+    keep = [w for w in t.question.split() if (s := terms(w)) and (root(s[0]) in found or re.search(r"\d", w))]
     return " ".join(keep) if keep else t.question.strip()
 
 def carry_rewrite(question:str, # the follow-up as asked
@@ -109,7 +108,7 @@ def standalone(question:str, # the follow-up as asked
                tags, # the asker's current tags
                rewrite:str="carry", # `model` (falling back to the carry), `carry`, or `none` (history ignored)
                llm=None, # a function returning the LLM, for `model`
-               answerable=None # `answerable(query, own=None)`: does `query` pass the gate (with `own`: `words_found`)?
+               answerable=None # `answerable(query, own=None)`: does `query` pass the gate (`own`: `finds_own_words`)?
               ) -> dict:
     "The standalone query for a turn and how it was made: `standalone`, `rewrite` (model, carry, none), `turn`."
     out = dict(turn=len(turns) + 1, asked=question, standalone=question, rewrite="none")
