@@ -7,7 +7,8 @@ planted attacks, so every quarantine is a false one. The set is split by page: a
 inside the manual starts with a hex digit below 8 is `tune` (it may inform changes to the screen), the rest is
 `held_out` (it must not). Reports, per manual and split, the share of pages with a quarantined chunk and the chunk
 false-positive rate, with each flagged chunk's page, rule and score. Manuals are not committed; install them with
-`apt-get install -y python3-doc sqlite3-doc postgresql-doc-15 git-doc sphinx-doc` (licences: bench/results/screen-manuals-SOURCE.md).
+`apt-get install -y python3-doc sqlite3-doc postgresql-doc-15 git-doc sphinx-doc` (licences:
+bench/results/screen-manuals-SOURCE.md). The Git and Sphinx manuals were added after every change to the screen.
 
     .venv/bin/python bench/screen_manuals.py [--manual NAME ...] [--limit N] [--name before]
     .venv/bin/python bench/screen_manuals.py --compare before after     # bench/results/screen-manuals.md
@@ -82,8 +83,9 @@ def compare_table(before:dict, after:dict, attacks:dict|None=None, fitted=None) 
     for m in after["manuals"]:
         for s in ("tune", "held_out"):
             b, a = split(before, m["manual"], s), split(after, m["manual"], s)
-            informs = ("no" if s != "tune" else "fit, rules" if m["manual"] in fitted and m["manual"] in INFORMED
-                       else "fit, one rule" if m["manual"] in fitted else RULES_FROM.get(m["manual"], "no"))
+            rules = "rules" if m["manual"] in INFORMED else RULES_FROM.get(m["manual"])
+            parts = ["fit"] * (m["manual"] in fitted) + [rules] * bool(rules)
+            informs = ", ".join(parts) if s == "tune" and parts else "no"
             pages = [f"{r['pages_flagged']} ({r['page_share']:.1%})" if r else "-" for r in (b, a)]
             fpr = [f"{r['chunk_fpr']:.2%}" if r else "-" for r in (b, a)]
             lines.append(f"| {m['manual']} | {s} | {informs} | {a['pages']} | {pages[0]} → {pages[1]} "
@@ -110,8 +112,10 @@ def main():
     ap.add_argument("--model", type=Path, default=None, help="a model file instead of the packaged one")
     ap.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"),
                     help="two runs' names: write the side-by-side table")
-    ap.add_argument("--attacks", default="screen-manuals-attacks.json", help="with --compare: the refit's attack recall")
-    ap.add_argument("--fitted", nargs="*", default=None, help="with --compare: the manuals the AFTER model was fitted on")
+    ap.add_argument("--attacks", default="screen-manuals-attacks.json",
+                    help="with --compare: the refit's attack recall")
+    ap.add_argument("--fitted", nargs="*", default=None,
+                    help="with --compare: the manuals the AFTER model was fitted on")
     ap.add_argument("--md", default="screen-manuals.md", help="with --compare: the table's file in bench/results")
     a = ap.parse_args()
     if a.compare:
