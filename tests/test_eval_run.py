@@ -186,7 +186,7 @@ def test_generative_model_broken_retriever_fails_the_gate(corpus):
 
 @pytest.mark.slow
 def test_generative_run_with_judge(corpus):
-    "Judge on: every answered item is scored in [0, 1] or counted unscored; refusals are not judged; scores reach the log."
+    "Judge on: answered items scored in [0, 1] or counted unscored; refusals, evidence unjudged; scores reach the log."
     ctx = make_ctx(corpus / "data", mode="generative")
     t0 = time.perf_counter()
     res = run_eval(ctx, corpus / "golden.yaml", corpus / "reports-judge", judge=True, progress=False)
@@ -196,10 +196,12 @@ def test_generative_run_with_judge(corpus):
     print(f"judge on: {wall:.0f}s total, {wall / len(res.items):.1f}s per item, {judge_s / wall:.0%} judging "
           f"(plus agreement on labels); metrics {m}; agreement {res.payload['judge']['agreement']['metrics']}")
     for r in res.items:
-        if r["refused"]: assert r["groundedness"] is None and r["judge_error"] is None
-        elif r["judge_error"] is None: assert all(0 <= r[k] <= 1 for k in ("groundedness", "relevance", "correctness"))
+        got = [r[k] for k in ("groundedness", "relevance", "correctness")]
+        if r["refused"] or r["kind"] == "evidence": assert got == [None] * 3 and r["judge_error"] is None, r["id"]
+        elif r["judge_error"] is None: assert all(0 <= v <= 1 for v in got), (r["id"], got)
     assert m["judge_unscored"] == sum(r["judge_error"] is not None for r in res.items)
-    scored = [r for r in res.items if not r["refused"] and r["request_id"] and r["judge_error"] is None]
+    scored = [r for r in res.items if not r["refused"] and r["kind"] != "evidence" and r["request_id"]
+              and r["judge_error"] is None]
     if scored:
         row = ctx.con.execute("SELECT scores FROM inference_log WHERE request_id=?", (scored[0]["request_id"],)).fetchone()
         assert json.loads(row[0])["groundedness"] == scored[0]["groundedness"]
