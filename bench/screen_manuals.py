@@ -8,10 +8,12 @@ inside the manual starts with a hex digit below 8 is `tune` (it may inform chang
 `held_out` (it must not). Reports, per manual and split, the share of pages with a quarantined chunk and the chunk
 false-positive rate, with each flagged chunk's page, rule and score. Manuals are not committed; install them with
 `apt-get install -y python3-doc sqlite3-doc postgresql-doc-15 git-doc sphinx-doc` (licences:
-bench/results/screen-manuals-SOURCE.md). The Git and Sphinx manuals were added after every change to the screen.
+bench/results/screen-manuals-SOURCE.md). The Git and Sphinx manuals were added after the first round of changes to the
+screen; the flagged chunks of all five (both splits) informed the second. Flask, Node.js and CMake
+(`apt-get install -y python-flask-doc nodejs-doc cmake-doc`) were added after the second round and inform nothing.
 
     .venv/bin/python bench/screen_manuals.py [--manual NAME ...] [--limit N] [--name before]
-    .venv/bin/python bench/screen_manuals.py --compare before after     # bench/results/screen-manuals.md
+    .venv/bin/python bench/screen_manuals.py --compare before previous after   # bench/results/screen-manuals.md
 """
 import argparse, hashlib, json, sys, time
 from pathlib import Path
@@ -26,7 +28,12 @@ from keel.safety.learned import screen_learned, default_model, load_model
 
 MANUALS = {"python3-doc": "/usr/share/doc/python3-doc/html", "sqlite3-doc": "/usr/share/doc/sqlite3",
            "postgresql-doc-15": "/usr/share/doc/postgresql-doc-15/html", "git-doc": "/usr/share/doc/git-doc",
-           "sphinx-doc": "/usr/share/doc/sphinx-doc/html"}
+           "sphinx-doc": "/usr/share/doc/sphinx-doc/html", "python-flask-doc": "/usr/share/doc/python-flask-doc/html",
+           "nodejs-doc": "/usr/share/doc/nodejs/api", "cmake-doc": "/usr/share/doc/cmake-doc/html",
+           "python-django-doc": "/usr/share/doc/python-django-doc/html",
+           "python-sqlalchemy-doc": "/usr/share/doc/python-sqlalchemy-doc/html",
+           "python-jinja2-doc": "/usr/share/doc/python-jinja2-doc/html", "python-click-doc": "/usr/share/doc/python-click-doc/html",
+           "python-werkzeug-doc": "/usr/share/doc/python-werkzeug-doc/html"}
 
 def page_digest(rel:str) -> str:
     "The SHA-256 (hex) of a page's path inside its manual: what the page splits are drawn from."
@@ -73,26 +80,26 @@ def measure(name:str, root:Path, limit:int|None, screen_fn) -> dict:
         r["chunk_fpr"] = round(r["chunks_flagged"] / max(r["chunks"], 1), 5)
     return dict(manual=name, pages=n, loaded=len(docs), splits=res, flagged=flagged)
 
-def compare_table(before:dict, after:dict, attacks:dict|None=None, fitted=None) -> str:
-    "Markdown: pages with a quarantined chunk and chunk FPR per manual and split, before and after; attacks beside."
-    fitted = INFORMED if fitted is None else fitted   # the manuals whose tune pages the after model was fitted on
+def compare_table(*runs:dict, attacks:dict|None=None, fitted=None, names=None) -> str:
+    "Markdown: pages with a quarantined chunk and chunk FPR per manual and split, run by run; attacks beside."
+    names = names or (["before", "after"] if len(runs) == 2 else [f"run {k + 1}" for k in range(len(runs))])
+    fitted = INFORMED if fitted is None else fitted   # the manuals whose tune pages the last run's model was fitted on
     def split(run, man, s):   # None: the run did not measure that manual
         return next((m["splits"][s] for m in run["manuals"] if m["manual"] == man), None)
-    lines = ["| manual | split | informs | pages | pages flagged (before → after) | chunks "
-             "| chunk FPR (before → after) |", "|---|---|---|---|---|---|---|"]
-    for m in after["manuals"]:
+    arrow = " → ".join(["{}"] * len(runs))
+    lines = [f"| manual | split | informs | pages | pages flagged ({arrow.format(*names)}) | chunks "
+             f"| chunk FPR ({arrow.format(*names)}) |", "|---|---|---|---|---|---|---|"]
+    for m in runs[-1]["manuals"]:
         for s in ("tune", "held_out"):
-            b, a = split(before, m["manual"], s), split(after, m["manual"], s)
-            rules = "rules" if m["manual"] in INFORMED else RULES_FROM.get(m["manual"])
-            parts = ["fit"] * (m["manual"] in fitted) + [rules] * bool(rules)
-            informs = ", ".join(parts) if s == "tune" and parts else "no"
-            pages = [f"{r['pages_flagged']} ({r['page_share']:.1%})" if r else "-" for r in (b, a)]
-            fpr = [f"{r['chunk_fpr']:.2%}" if r else "-" for r in (b, a)]
-            lines.append(f"| {m['manual']} | {s} | {informs} | {a['pages']} | {pages[0]} → {pages[1]} "
-                         f"| {a['chunks']} | {fpr[0]} → {fpr[1]} |")
+            rs = [split(r, m["manual"], s) for r in runs]
+            parts = ["fit"] * (s == "tune" and m["manual"] in fitted) + list(RULES_FROM.get(m["manual"], {}).get(s, ()))
+            pages = [f"{r['pages_flagged']} ({r['page_share']:.1%})" if r else "-" for r in rs]
+            fpr = [f"{r['chunk_fpr']:.2%}" if r else "-" for r in rs]
+            lines.append(f"| {m['manual']} | {s} | {', '.join(parts) or 'no'} | {rs[-1]['pages']} | "
+                         f"{arrow.format(*pages)} | {rs[-1]['chunks']} | {arrow.format(*fpr)} |")
     if attacks:
-        lines += ["", "| attack set (held out) | attacks | recall (before → after) | benign "
-                      "| FPR (before → after) |",
+        pair = f"{names[-2]} → {names[-1]}"   # the attack file compares the last two runs' models
+        lines += ["", f"| attack set (held out) | attacks | recall ({pair}) | benign | FPR ({pair}) |",
                   "|---|---|---|---|---|"]
         for n, r in attacks["sets"].items():
             b, a = r["before"], r["after"]
@@ -100,9 +107,14 @@ def compare_table(before:dict, after:dict, attacks:dict|None=None, fitted=None) 
                          f"{b['fpr']:.3f} → {a['fpr']:.3f} |")
     return "\n".join(lines) + "\n"
 
-INFORMED = ("python3-doc", "sqlite3-doc")   # their tune pages inform the fit and the pattern rules
-RULES_FROM = {"postgresql-doc-15": "one rule"}   # its tune pages informed the role-play rule only
-# no held-out page of any manual informs anything
+INFORMED = ("python3-doc", "sqlite3-doc")   # their tune pages' chunks are among the packaged model's negatives
+# which pages informed the pattern rules and the views: the tune pages of three manuals first; then, for the rules
+# and views of the second round (sentence views of five words, a bare "session", tutorials' "you are now ready"...),
+# the flagged chunks of both splits of all five. Flask, Node.js and CMake were added after that, to inform nothing.
+_BOTH = {"tune": ("rules",), "held_out": ("rules",)}
+RULES_FROM = {"python3-doc": _BOTH, "sqlite3-doc": _BOTH, "postgresql-doc-15": _BOTH, "git-doc": _BOTH,
+              "sphinx-doc": _BOTH}
+FRESH = ("python-flask-doc", "nodejs-doc", "cmake-doc")   # no page of these informed anything
 
 def main():
     ap = argparse.ArgumentParser()
@@ -110,8 +122,9 @@ def main():
     ap.add_argument("--limit", type=int, default=None, help="an even sample of N pages per manual")
     ap.add_argument("--name", default="current")
     ap.add_argument("--model", type=Path, default=None, help="a model file instead of the packaged one")
-    ap.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"),
-                    help="two runs' names: write the side-by-side table")
+    ap.add_argument("--compare", nargs="+", metavar="RUN",
+                    help="two or more runs' names, oldest first: write the side-by-side table")
+    ap.add_argument("--names", nargs="*", default=None, help="with --compare: the runs' names in the table")
     ap.add_argument("--attacks", default="screen-manuals-attacks.json",
                     help="with --compare: the refit's attack recall")
     ap.add_argument("--fitted", nargs="*", default=None,
@@ -119,10 +132,12 @@ def main():
     ap.add_argument("--md", default="screen-manuals.md", help="with --compare: the table's file in bench/results")
     a = ap.parse_args()
     if a.compare:
+        names = a.names or a.compare
         runs = [json.loads((HERE/"results"/f"screen-manuals-{n}.json").read_text()) for n in a.compare]
         att, md = HERE/"results"/a.attacks, HERE/"results"/a.md
-        md.write_text(f"# The injection screen on Debian's HTML manuals: {a.compare[0]} → {a.compare[1]}\n\n"
-                      + compare_table(*runs, json.loads(att.read_text()) if att.exists() else None, a.fitted))
+        md.write_text(f"# The injection screen on Debian's HTML manuals: {' → '.join(names)}\n\n"
+                      + compare_table(*runs, attacks=json.loads(att.read_text()) if att.exists() else None,
+                                      fitted=a.fitted, names=names))
         print(md.read_text()); return
     m, t0 = (load_model(a.model) if a.model else default_model()), time.process_time()
     out = dict(screen="patterns + learned", model=str(a.model or "packaged"), threshold=round(m.threshold, 3), limit=a.limit, manuals=[])

@@ -475,12 +475,15 @@ def _unquoted(t:str) -> str:
     return t
 
 _SENT = re.compile(r"(?<=[.!?])\s+|\n+")
+_WORD = re.compile(r"[^\W\d_]+")   # a word of letters, in any script: not a number, a dash or a quote marker
+
+def _words(x:str) -> int: return len(_WORD.findall(x.replace("«quoted»", " ")))
 
 def _sentences(v:str) -> list[str]:
     "Each sentence and each pair of adjacent sentences, of five words or more, of a view with at least two sentences."
     s = [x for x in _SENT.split(v) if x.strip()]
     if len(s) < 2: return []
-    return [x for x in s + ([" ".join(p) for p in zip(s, s[1:])] if len(s) > 2 else []) if len(x.split()) >= 5]
+    return [x for x in s + ([" ".join(p) for p in zip(s, s[1:])] if len(s) > 2 else []) if _words(x) >= 5]
 
 def views(text:str) -> list[tuple[str, str]]:
     "What the model scores: (kind, normalised text) for the passage, hidden markup, decodings, a gloss, sentences."
@@ -551,7 +554,8 @@ _SESSION = re.compile(
     r"those|the preceding) (?:\w+ )?(?:instructions?|prompts?|configuration|rules|guidelines)|conversations?|"
     r"chat history|chat log|this chat|the chat|context window|(?:retrieved|other) (?:documents?|passages?|text|"
     r"sources?|content|results?)|(?:the )?users?'?s? (?:\w+ ){0,2}(?:questions?|query|queries|requests?|messages?|"
-    r"data|names?|details|e-?mails?|history|information|address|identity)|previous questions|session|"
+    r"data|names?|details|e-?mails?|history|information|address|identity)|previous questions|"
+    r"(?:this|the|a|new|current|our|your|whole|entire|same|chat) session|"
     r"(?:every|all|any|each) (?:\w+ )?(?:documents?|files?|passages?|sources?) (?:that )?you (?:can see|were given|"
     r"have|read|retrieved|received|see))\b")
 _ANSWER = re.compile(r"\b(?:your|the|every|each|any|all) (?:\w+ )?(?:answers?|responses?|repl(?:y|ies)|summar(?:y|ies)|"

@@ -49,6 +49,7 @@ _V = (r"(?:ignore|disregard|forget|override|bypass|skip|neglect|drop|abandon|set
       r"follow)|don't (?:obey|follow))")
 _N = (r"(?:instructions?|rules|directions|directives|guidelines|guidance|prompts?|commands|context|constraints|"
       r"policies|programming|training|orders)")
+_FIELD = r"(?!\s*(?:['\"][^'\"\n]*['\"]|-?\d[\d.]*)\s*,?\s*$)"   # not a data field: "model: 'x',", "user: 2560,"
 PATTERNS = {
     "instruction_override": [
         (0.6,
@@ -85,13 +86,17 @@ PATTERNS = {
         (0.55, r"\bforget (?:your|all|the) (?:\w+ )?(?:rules|instructions|training|guidelines)\b"),
         (0.5, r"\b(?:new|updated|real|actual) instructions?\b(?: \w+){0,3} ?(?::|supersede|override|replace|follow)"),
         (0.5,
-         r"\b(?:you are now|from now on,? you(?:'re| are| will| must)?|pretend (?:to be|you are|that you)|"
-         r"act as (?:if you|an? (?:unfiltered|unrestricted|different|jailbroken|evil))|roleplay as)\b"),
+         r"\b(?:you are now(?! (?:ready|able|done|finished|familiar|going to|(?!acting|operating|playing|running|"
+         r"speaking|talking|roleplaying|pretending|functioning|behaving|serving|responding|answering)[a-z]+ing)\b)|"
+         r"from now on,? you(?:'re| are| will| must)?|pretend (?:to be|you are|that you)(?! (?:the one|did|had|made|"
+         r"wrote|[a-z]{2,}[^e\W]ed)\b)|act as (?:if you|an? (?:unfiltered|unrestricted|different|jailbroken|evil))|"
+         r"roleplay as)\b"),
         (0.55,
          r"\b(?:dan|god|jailbreak|unrestricted) mode\b|\b(?:enable|enter|activate|switch to|into|now in|are in) "
          r"developer mode\b|(?:^|[.!?]\s)developer mode\b|\bdeveloper mode (?:enabled|activated|on)\b|"
          r"\bdo anything now\b|\byou are dan\b|\bno (?:content )?restrictions\b(?! (?:on|for|in|to|of|regarding|"
-         r"about|when|if|apply to)\b)|\bno (?:content policy|rules apply)\b|\bsafety rules no longer apply\b"),
+         r"about|when|if|apply to|over|imposed|placed|beyond|except|other than)\b)|"
+         r"\bno (?:content policy|rules apply)\b|\bsafety rules no longer apply\b"),
         (0.5,
          r"\b(?:instructions|guidelines|rules|directions) you were (?:given|configured with|told)\b.{0,40}\b(?:void|"
          r"obsolete|invalid|no longer|do not|don't|ignore)"),
@@ -116,7 +121,8 @@ PATTERNS = {
         (0.45,
          r"(?:^|[.!?]\s)(?:to|for|attn:?|attention:?) (?:the|any|all|every) (?:ai|assistant|chatbot|model|llm|bot|"
          r"language model)s?\s*:"),
-        (0.45, r"(?:^|[.!?]\s|<!--\s*)(?:ai|llms?|language models?|assistants?|chatbots?|models?|ai systems?)\s*:"),
+        (0.45,
+         r"(?:^|[.!?]\s|<!--\s*)(?:ai|llms?|language models?|assistants?|chatbots?|models?|ai systems?)\s*:" + _FIELD),
     ],
     "secret_request": [
         (0.55,
@@ -134,7 +140,10 @@ PATTERNS = {
          r"\b(?:reveal|print|show|output|display|leak|disclose|share|dump|give me|tell me|send|list|include|expose|"
          r"exfiltrate)\b(?: [\w']+){0,6} (?:api keys?|secret keys?|access tokens?|private keys?|passwords?|credentials|"
          r"environment variables|env vars?|\.env\b)"),
-        (0.5, r"\brepeat (?:the|all the|everything|the text) (?:\w+ ){0,2}(?:above|before)\b"),
+        (0.5,   # "repeat the above commands in each database" is a procedure, not a request for the text
+         r"\brepeat (?:the|all the|everything|the text) (?:\w+ ){0,2}(?:above|before)\b"
+         r"(?! (?:(?:two|three|four|\d+|few) )?(?:commands?|steps?|statements?|quer(?:y|ies)|procedure|process|"
+         r"operations?|actions?|for|in each|on each|with)\b)"),
         (0.45, r"\b(?:what is|what's) (?:the|your) (?:admin |root |system )?(?:password|api key|secret)\b"),
     ],
     "dictated_answer": [
@@ -149,8 +158,11 @@ PATTERNS = {
          r"\b(?:reply|respond|answer|say) ['\"“‘]?[a-z ]{1,30}['\"”’]? (?:to|for) (?:every|all|any|"
          r"each) (?:\w+ )?(?:question|query|request|prompt)"),
         (0.5,
-         r"\b(?:your (?:answer|response|reply|output)|the (?:answer|response|reply)) (?:must|should|will|shall) "
-         r"(?:be|simply (?:be|read)|read|only be|always be)\b"),
+         r"\byour (?:answer|response|reply|output) (?:must|should|will|shall) (?:be|simply (?:be|read)|read|only be|"
+         r"always be)\b"),
+        (0.5,   # "the response will be empty" is a program's; dictated, it comes with the words to give
+         r"\bthe (?:answer|response|reply) (?:must|should|will|shall) (?:simply |only |always )?(?:be|read)(?: only| "
+         r"exactly| just)? ?['\"“‘:]"),
         (0.5,   # "the output" of a program is described in manuals; dictated, it comes with the words to output
          r"\bthe output (?:must|should|will|shall) (?:simply |only |always )?(?:be|read)(?: only| exactly| just)? "
          r"?['\"“‘]"),
@@ -202,7 +214,7 @@ def quoted_spans(t:str) -> list[tuple[int, int]]:
     return [m.span() for m in _QUOTE.finditer(t)] if _META.search(t) else []
 
 _NEG = re.compile(r"\b(?:never|not|no one|nobody|cannot|avoid|refuse to)\b|n't\b")
-_ROLE_LINE = re.compile(r"^(system|assistant|ai|model|human|user) ?:\s*\S", re.M)
+_ROLE_LINE = re.compile(r"^(system|assistant|ai|model|human|user) ?:" + _FIELD + r"\s*\S", re.M)
 _DIRECTIVE = re.compile(r"\byou (?:must|should|will|need to|are to|shall)\b|\b(?:state|say|respond|reply|answer|tell|"
                         r"report|describe|recommend|include|grant|claim|mention|rank|rate|score|prioriti[sz]e|whatever|"
                         r"regardless|no matter)\b")
@@ -210,8 +222,10 @@ _DIRECTIVE = re.compile(r"\byou (?:must|should|will|need to|are to|shall)\b|\b(?
 _REPORTED = re.compile(r"\b(?:asks?|asking|asked|tries|try|trying|attempts?|tricks?|tricked|persuades?|"
                        r"urges?)\b (?:\w+ )?(?:you )?(?:to|into)\s*$")
 
-_MODAL = re.compile(r"\b(?:might|may|can|could|will|would|must)\b")
-_ADDRESSED = re.compile(r"\b(?:you|your|assistant|ai|model|llm|chatbot|bot)\b")
+_MODAL = re.compile(r"\b(?:might|may|can|could|will|would|must|should|shall)\b|\b(?:is|are) (?:expected|supposed|"
+                    r"designed|meant) to\b|\ballows? (?:\w+ ){0,2}to\b")   # what something else may do, or is meant to
+_ADDRESSED = re.compile(r"\b(?:you|your|assistant|ai|model|llm|chatbot|bot|answers?|responses?|repl(?:y|ies)|outputs?|"
+                        r"summar(?:y|ies))\b")   # the reader, or what it writes: "every answer should include ..."
 
 def _clause(t:str, start:int) -> str:
     "The clause before `start` (at most 60 characters back)."
@@ -235,6 +249,7 @@ _ABOUT = re.compile(r"\b(?:description|documentation|explanation|overview|summar
 def _stated(clause:str, m:re.Match) -> bool:
     "Whether a request for a named secret (passwords, keys, environment variables) states a fact instead of an order."
     if not _SECRET_NOUN.search(m.group()): return False
+    if re.match(r"\S+ (?:a|an|some|new|random)\b", m.group()): return True   # "output a random secret key": a new one
     # a subject before the verb ("these preferences include the settings of ..."), or "a description of" the secret
     return not _IMPERATIVE_BEFORE.search(clause) or bool(_ABOUT.search(m.group()))
 
