@@ -8,12 +8,14 @@ inside the manual starts with a hex digit below 8 is `tune` (it may inform chang
 `held_out` (it must not). Reports, per manual and split, the share of pages with a quarantined chunk and the chunk
 false-positive rate, with each flagged chunk's page, rule and score. Manuals are not committed; install them with
 `apt-get install -y python3-doc sqlite3-doc postgresql-doc-15 git-doc sphinx-doc` (licences:
-bench/results/screen-manuals-SOURCE.md). The Git and Sphinx manuals were added after the first round of changes to the
-screen; the flagged chunks of all five (both splits) informed the second. Flask, Node.js and CMake
-(`apt-get install -y python-flask-doc nodejs-doc cmake-doc`) were added after the second round and inform nothing.
+bench/results/screen-manuals-SOURCE.md). Each round of changes to the screen was measured on manuals added after the
+round before it: Git and Sphinx after the first, Flask, Node.js and CMake after the second (`apt-get install -y
+python-flask-doc nodejs-doc cmake-doc`), Django, SQLAlchemy, Jinja2, Click and Werkzeug after the third (`apt-get
+install -y python-django-doc python-sqlalchemy-doc python-jinja2-doc python-click-doc python-werkzeug-doc`), which
+inform nothing.
 
     .venv/bin/python bench/screen_manuals.py [--manual NAME ...] [--limit N] [--name before]
-    .venv/bin/python bench/screen_manuals.py --compare before previous after   # bench/results/screen-manuals.md
+    .venv/bin/python bench/screen_manuals.py --compare before previous round2 after   # bench/results/screen-manuals.md
 """
 import argparse, hashlib, json, sys, time
 from pathlib import Path
@@ -97,8 +99,22 @@ def compare_table(*runs:dict, attacks:dict|None=None, fitted=None, names=None) -
             fpr = [f"{r['chunk_fpr']:.2%}" if r else "-" for r in rs]
             lines.append(f"| {m['manual']} | {s} | {', '.join(parts) or 'no'} | {rs[-1]['pages']} | "
                          f"{arrow.format(*pages)} | {rs[-1]['chunks']} | {arrow.format(*fpr)} |")
+    unseen = [m["manual"] for m in runs[-1]["manuals"] if m["manual"] in FRESH]
+    if unseen:   # the manuals no round informed, both splits together
+        def total(run):
+            rs = [split(run, n, s) for n in unseen for s in ("tune", "held_out")]
+            if None in rs: return "-", "-"
+            pg, pf, ch, cf = (sum(r[k] for r in rs) for k in ("pages", "pages_flagged", "chunks", "chunks_flagged"))
+            return f"{pf} ({pf / pg:.1%})", f"{cf / ch:.2%}"
+        t = [total(r) for r in runs]
+        pages = sum(split(runs[-1], n, s)["pages"] for n in unseen for s in ("tune", "held_out"))
+        chunks = sum(split(runs[-1], n, s)["chunks"] for n in unseen for s in ("tune", "held_out"))
+        lines.append(f"| **{len(unseen)} manuals no round informed** | all | no | {pages} | "
+                     f"{arrow.format(*(x[0] for x in t))} | {chunks} | {arrow.format(*(x[1] for x in t))} |")
     if attacks:
-        pair = f"{names[-2]} → {names[-1]}"   # the attack file compares the last two runs' models
+        # the attack file compares the last run's model with an earlier one: the first run with its threshold
+        first = next((k for k, r in enumerate(runs) if r["threshold"] == attacks["threshold"]["before"]), -2)
+        pair = f"{names[first]} → {names[-1]}"
         lines += ["", f"| attack set (held out) | attacks | recall ({pair}) | benign | FPR ({pair}) |",
                   "|---|---|---|---|---|"]
         for n, r in attacks["sets"].items():
@@ -108,13 +124,14 @@ def compare_table(*runs:dict, attacks:dict|None=None, fitted=None, names=None) -
     return "\n".join(lines) + "\n"
 
 INFORMED = ("python3-doc", "sqlite3-doc")   # their tune pages' chunks are among the packaged model's negatives
-# which pages informed the pattern rules and the views: the tune pages of three manuals first; then, for the rules
-# and views of the second round (sentence views of five words, a bare "session", tutorials' "you are now ready"...),
-# the flagged chunks of both splits of all five. Flask, Node.js and CMake were added after that, to inform nothing.
+# which pages informed the pattern rules and the views, round by round (bench/results/screen-manuals-SOURCE.md): the
+# tune pages of three manuals first; the flagged chunks of both splits of all five for the second round; those of
+# Flask, Node.js and CMake for the third. Django, SQLAlchemy, Jinja2, Click and Werkzeug inform nothing.
 _BOTH = {"tune": ("rules",), "held_out": ("rules",)}
-RULES_FROM = {"python3-doc": _BOTH, "sqlite3-doc": _BOTH, "postgresql-doc-15": _BOTH, "git-doc": _BOTH,
-              "sphinx-doc": _BOTH}
-FRESH = ("python-flask-doc", "nodejs-doc", "cmake-doc")   # no page of these informed anything
+RULES_FROM = {n: _BOTH for n in ("python3-doc", "sqlite3-doc", "postgresql-doc-15", "git-doc", "sphinx-doc",
+                                 "python-flask-doc", "nodejs-doc", "cmake-doc")}
+FRESH = ("python-django-doc", "python-sqlalchemy-doc", "python-jinja2-doc", "python-click-doc",
+         "python-werkzeug-doc")   # no page of these informed anything
 
 def main():
     ap = argparse.ArgumentParser()
