@@ -9,13 +9,15 @@ inside the manual starts with a hex digit below 8 is `tune` (it may inform chang
 false-positive rate, with each flagged chunk's page, rule and score. Manuals are not committed; install them with
 `apt-get install -y python3-doc sqlite3-doc postgresql-doc-15 git-doc sphinx-doc` (licences:
 bench/results/screen-manuals-SOURCE.md). Each round of changes to the screen was measured on manuals added after the
-round before it: Git and Sphinx after the first, Flask, Node.js and CMake after the second (`apt-get install -y
-python-flask-doc nodejs-doc cmake-doc`), Django, SQLAlchemy, Jinja2, Click and Werkzeug after the third (`apt-get
-install -y python-django-doc python-sqlalchemy-doc python-jinja2-doc python-click-doc python-werkzeug-doc`), which
-inform nothing.
+round before it, and informed by the flagged chunks of the manuals that measured the one before: Git and Sphinx
+measured the first round, Flask, Node.js and CMake the second, Django, SQLAlchemy, Jinja, Click and Werkzeug the
+third, Requests, pytest, cryptography, psycopg2 and Celery the fourth (`FRESH`: they inform nothing). Install the lot with
+`apt-get install -y python-flask-doc nodejs-doc cmake-doc python-django-doc python-sqlalchemy-doc python-jinja2-doc
+python-click-doc python-werkzeug-doc python-requests-doc python-pytest-doc python-cryptography-doc python-psycopg2-doc
+python-celery-doc`.
 
     .venv/bin/python bench/screen_manuals.py [--manual NAME ...] [--limit N] [--name before]
-    .venv/bin/python bench/screen_manuals.py --compare before previous round2 after   # bench/results/screen-manuals.md
+    .venv/bin/python bench/screen_manuals.py --compare before previous round2 round3 after   # results/screen-manuals.md
 """
 import argparse, hashlib, json, sys, time
 from pathlib import Path
@@ -35,7 +37,12 @@ MANUALS = {"python3-doc": "/usr/share/doc/python3-doc/html", "sqlite3-doc": "/us
            "python-django-doc": "/usr/share/doc/python-django-doc/html",
            "python-sqlalchemy-doc": "/usr/share/doc/python-sqlalchemy-doc/html",
            "python-jinja2-doc": "/usr/share/doc/python-jinja2-doc/html", "python-click-doc": "/usr/share/doc/python-click-doc/html",
-           "python-werkzeug-doc": "/usr/share/doc/python-werkzeug-doc/html"}
+           "python-werkzeug-doc": "/usr/share/doc/python-werkzeug-doc/html",
+           "python-requests-doc": "/usr/share/doc/python-requests-doc/html",
+           "python-pytest-doc": "/usr/share/doc/python-pytest-doc/html",
+           "python-cryptography-doc": "/usr/share/doc/python-cryptography-doc/html",
+           "python-psycopg2-doc": "/usr/share/doc/python-psycopg2-doc/html",
+           "python-celery-doc": "/usr/share/doc/python-celery-doc/html"}
 
 def page_digest(rel:str) -> str:
     "The SHA-256 (hex) of a page's path inside its manual: what the page splits are drawn from."
@@ -126,12 +133,15 @@ def compare_table(*runs:dict, attacks:dict|None=None, fitted=None, names=None) -
 INFORMED = ("python3-doc", "sqlite3-doc")   # their tune pages' chunks are among the packaged model's negatives
 # which pages informed the pattern rules and the views, round by round (bench/results/screen-manuals-SOURCE.md): the
 # tune pages of three manuals first; the flagged chunks of both splits of all five for the second round; those of
-# Flask, Node.js and CMake for the third. Django, SQLAlchemy, Jinja2, Click and Werkzeug inform nothing.
+# Flask, Node.js and CMake for the third; those of Django, SQLAlchemy, Jinja, Click and Werkzeug for the fourth.
+# Requests, pytest, cryptography, psycopg2 and Celery inform nothing.
 _BOTH = {"tune": ("rules",), "held_out": ("rules",)}
 RULES_FROM = {n: _BOTH for n in ("python3-doc", "sqlite3-doc", "postgresql-doc-15", "git-doc", "sphinx-doc",
-                                 "python-flask-doc", "nodejs-doc", "cmake-doc")}
-FRESH = ("python-django-doc", "python-sqlalchemy-doc", "python-jinja2-doc", "python-click-doc",
-         "python-werkzeug-doc")   # no page of these informed anything
+                                 "python-flask-doc", "nodejs-doc", "cmake-doc", "python-django-doc",
+                                 "python-sqlalchemy-doc", "python-jinja2-doc", "python-click-doc",
+                                 "python-werkzeug-doc")}
+FRESH = ("python-requests-doc", "python-pytest-doc", "python-cryptography-doc", "python-psycopg2-doc",
+         "python-celery-doc")   # no page of these informed anything
 
 def main():
     ap = argparse.ArgumentParser()

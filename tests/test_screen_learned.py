@@ -165,18 +165,17 @@ def test_the_shipped_weights_are_reproducible(items):
     top = sorted(shipped.weights, key=lambda k: -abs(shipped.weights[k]))[:200]
     assert all(abs(m.weights.get(k, 0) - shipped.weights[k]) < 1e-3 for k in top)
 
-def test_the_fixture_corpus_loses_no_judged_section_and_its_planted_injection_is_quarantined():
-    # One false quarantine is known: the operations guide's introduction ("... the Keel document question-answering
-    # appliance", a sentence view at p=0.87 against 0.834), no section any golden question is judged on.
+def test_the_fixture_corpus_loses_no_section_and_its_planted_injection_is_quarantined():
+    # No chunk but the planted one: the salary table ("| band 1 | administration assistant, ..."), which holds the
+    # figures the permission tests and notebooks ask for, was quarantined by one refit until a trade's assistant was
+    # no model.
     import yaml
     from keel.ingest.loaders import load
     from keel.ingest.chunking import chunk_document
     docs = yaml.safe_load((ROOT / "golden/corpus/manifest.yaml").read_text())["documents"]
-    judged = {(j["path"], j["heading"]) for q in yaml.safe_load((ROOT / "golden/retrieval/fixture.yaml").read_text())["cases"]
-              for j in q.get("judgments", [])}
     chunks = [(d["path"], c) for d in docs for c in chunk_document(load(ROOT / "golden/corpus" / d["path"]), 800, 120)]
     flagged = [(p, c) for p, c in chunks if screen_learned(c.text).quarantine]
     planted = [c for p, c in flagged if "Ignore previous instructions" in c.text]
     false = [(p, c.heading) for p, c in flagged if "Ignore previous instructions" not in c.text]
     assert len(planted) == 1, [c.text[:80] for p, c in flagged]
-    assert len(false) <= 1 and not set(false) & judged, false
+    assert not false, false

@@ -528,6 +528,14 @@ _MAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 _CTOK = re.compile(r"URLQ|URL|EMAIL|SELF|[a-z][a-z']*")
 CLASS_WEIGHT = 2.0   # a class feature's value relative to an n-gram's, for models fitted from now on
 
+_TRADE = frozenset("administration administrative research teaching executive legal dental medical nursing sales "
+                   "travel insurance estate customer service office user data object database".split())
+
+def _class(ws:list[str], k:int) -> str|None:
+    "The class of the `k`th word: an assistant or agent of a trade (\"administration assistant\") is no model."
+    c = _CLASS_OF.get(ws[k])
+    return None if c == "MODEL" and k and ws[k - 1] in _TRADE else c
+
 def word_classes(v:str) -> list[list[str]]:
     "Each sentence of a view (normalised text) as the sequence of its words' classes; other words are left out."
     for cue, rx, tag in (("http", _URLQ, " URLQ "), ("http", _URL, " URL "), ("@", _MAIL, " EMAIL "),
@@ -536,7 +544,7 @@ def word_classes(v:str) -> list[list[str]]:
     out = []
     for sent in re.split(r"(?<=[.!?;:])\s+|\n+", v):
         ws = [w[:-2] if w.endswith("'s") else w for w in _CTOK.findall(sent)]
-        out.append([w if w.isupper() else _CLASS_OF[w] for w in ws if w.isupper() or w in _CLASS_OF])
+        out.append([c for k, w in enumerate(ws) if (c := w if w.isupper() else _class(ws, k))])
     return out
 
 def class_grams(v:str) -> set[str]:
@@ -578,7 +586,7 @@ def roles(v:str) -> list[set[str]]:
         s = {t for t in toks if t.isupper()}
         s |= {"ACT"} if any(t in _ACT for t in toks) else set()
         s |= {"YOU"} if any(_CLASS_OF.get(t) == "YOU" for t in toks) else set()
-        s |= {"MODEL"} if any(_CLASS_OF.get(t) == "MODEL" for t in toks) else set()
+        s |= {"MODEL"} if any(_class(toks, k) == "MODEL" for k in range(len(toks))) else set()
         out.append(s)
     return out
 

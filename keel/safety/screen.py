@@ -50,10 +50,14 @@ _V = (r"(?:ignore|disregard|forget|override|bypass|skip|neglect|drop|abandon|set
 _N = (r"(?:instructions?|rules|directions|directives|guidelines|guidance|prompts?|commands|context|constraints|"
       r"policies|programming|training|orders)")
 _FIELD = r"(?!\s*(?:['\"][^'\"\n]*['\"]|-?\d[\d.]*)\s*,?\s*$)"   # not a data field: "model: 'x',", "user: 2560,"
+_DDL = r"(?:tables?|index(?:es)?|columns?|databases?|views?|schemas?|triggers?|sequences?|constraints?|owned)"   # SQL
+_DATA = (r"(?:conversations?|chat|questions?|answers?|history|messages?|context|summary|secrets?|keys?|tokens?|"
+         r"passwords?|details|data|responses?|prompt)")   # what of the session can ride in an address
 PATTERNS = {
     "instruction_override": [
         (0.6,
-         rf"\b{_V}\b (?:\w+ ){{0,4}}(?:previous|prior|above|earlier|preceding|antecedent|former|original|initial|"
+         rf"\b{_V}\b(?! {_DDL}\b) (?:\w+ ){{0,4}}(?:previous|prior|above|earlier|preceding|antecedent|former|original|"
+         rf"initial|"
          rf"system|existing|old|your|all) (?:\w+ ){{0,2}}{_N}\b(?! (?:about|on|for|regarding|concerning|in|"
          rf"from [a-z]+ (?:team|department|office)) )"),
         (0.6,
@@ -190,7 +194,8 @@ PATTERNS = {
     "exfiltration": [
         (0.6, r"!\[[^\]]*\]\(https?://[^)\s]*[?&][^)\s]*[{<]"),
         (0.55,
-         r"\b(?:send|forward|post|upload|email|transmit|leak|exfiltrate)\b(?: [\w']+){0,5} (?:conversation|"
+         r"\b(?:send|forward|post|upload|email|transmit|leak|exfiltrate)\b(?: [\w']+){0,5} "
+         r"(?<! a )(?<! an )(?:conversation|"
          r"chat history|history|documents?|data|messages?|retrieved|context|question)\b.{0,30}(?:https?://|"
          r"\b\S+@\S+\.\w+)"),
         (0.5,
@@ -198,7 +203,7 @@ PATTERNS = {
          r"messages) to \S+@\S+"),
         (0.5,
          r"https?://\S+[?&]\w+=\s*(?:\{|followed by|and (?:append|add))|\b(?:encode|put|include|"
-         r"append)\b.{0,60}\bin the (?:url|link|query)\b"),
+         r"append)\b.{0,60}\b" + _DATA + r"\b.{0,40}\bin the (?:url|link|query)\b"),
         (0.45, r"\brender it as an image\b|\binclude this link in every answer\b"),
     ],
 }
@@ -223,7 +228,8 @@ _REPORTED = re.compile(r"\b(?:asks?|asking|asked|tries|try|trying|attempts?|tric
                        r"urges?)\b (?:\w+ )?(?:you )?(?:to|into)\s*$")
 
 _MODAL = re.compile(r"\b(?:might|may|can|could|will|would|must|should|shall)\b|\b(?:is|are) (?:expected|supposed|"
-                    r"designed|meant) to\b|\ballows? (?:\w+ ){0,2}to\b")   # what something else may do, or is meant to
+                    r"designed|meant) to\b|\ballows? (?:\w+ ){0,2}to\b|\b(?:needs?|has|have) to\b")
+# what something else may do, is meant to or needs to do
 _ADDRESSED = re.compile(r"\b(?:you|your|assistant|ai|model|llm|chatbot|bot|answers?|responses?|repl(?:y|ies)|outputs?|"
                         r"summar(?:y|ies))\b")   # the reader, or what it writes: "every answer should include ..."
 
@@ -253,6 +259,7 @@ def _stated(clause:str, m:re.Match) -> bool:
     # a subject before the verb ("these preferences include the settings of ..."), or "a description of" the secret
     return not _IMPERATIVE_BEFORE.search(clause) or bool(_ABOUT.search(m.group()))
 
+_INPUT = re.compile(r"\bif (?:the )?(?!user|question|anyone|someone|asked|you)\w+ (?:is|are|was|contains|equals)\b")
 _ROLEPLAY = re.compile(r"^(?:pretend|act as|roleplay)")   # the role-play matches of instruction_override
 
 def _families(t:str) -> dict[str, tuple[float, str]]:
@@ -268,6 +275,8 @@ def _families(t:str) -> dict[str, tuple[float, str]]:
                     # "tracebacks might reveal passwords", "a third party can pretend to be the server"
                     if (fam == "secret_request" or roleplay) and _described(clause): continue
                     if fam == "secret_request" and _stated(clause, m): continue
+                if fam == "dictated_answer" and " will " in m.group() and _INPUT.search(_clause(t, m.start())):
+                    continue   # "if value is 'django', the output will be 'Django'": a program's output for an input
                 w2 = w * 0.2 if any(a <= m.start() and m.end() <= b for a, b in quoted) else w
                 if w2 > out.get(fam, (0, ""))[0]: out[fam] = (w2, m.group()[:80])
     roles = {m.group(1)
