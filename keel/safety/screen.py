@@ -52,7 +52,8 @@ _N = (r"(?:instructions?|rules|directions|directives|guidelines|guidance|prompts
 _FIELD = r"(?!\s*(?:['\"][^'\"\n]*['\"]|-?\d[\d.]*)\s*,?\s*$)"   # not a data field: "model: 'x',", "user: 2560,"
 _DDL = r"(?:tables?|index(?:es)?|columns?|databases?|views?|schemas?|triggers?|sequences?|constraints?|owned)"   # SQL
 _DATA = (r"(?:conversations?|chat|questions?|answers?|history|messages?|context|summary|secrets?|keys?|tokens?|"
-         r"passwords?|details|data|responses?|prompt)")   # what of the session can ride in an address
+         r"passwords?|details|data|responses?|prompt|instructions?|rules|documents?|files?|titles?|names?|"
+         r"e-?mails?)")   # what of the session can ride in an address
 PATTERNS = {
     "instruction_override": [
         (0.6,
