@@ -108,16 +108,15 @@ def compare_table(*runs:dict, attacks:dict|None=None, fitted=None, names=None) -
                          f"{arrow.format(*pages)} | {rs[-1]['chunks']} | {arrow.format(*fpr)} |")
     unseen = [m["manual"] for m in runs[-1]["manuals"] if m["manual"] in FRESH]
     if unseen:   # the manuals no round informed, both splits together
-        def total(run):
+        def total(run):   # pages, pages flagged, chunks, chunks flagged; None: the run missed one of them
             rs = [split(run, n, s) for n in unseen for s in ("tune", "held_out")]
-            if None in rs: return "-", "-"
-            pg, pf, ch, cf = (sum(r[k] for r in rs) for k in ("pages", "pages_flagged", "chunks", "chunks_flagged"))
-            return f"{pf} ({pf / pg:.1%})", f"{cf / ch:.2%}"
+            return None if None in rs else [sum(r[k] for r in rs) for k in ("pages", "pages_flagged", "chunks",
+                                                                             "chunks_flagged")]
         t = [total(r) for r in runs]
-        pages = sum(split(runs[-1], n, s)["pages"] for n in unseen for s in ("tune", "held_out"))
-        chunks = sum(split(runs[-1], n, s)["chunks"] for n in unseen for s in ("tune", "held_out"))
-        lines.append(f"| **{len(unseen)} manuals no round informed** | all | no | {pages} | "
-                     f"{arrow.format(*(x[0] for x in t))} | {chunks} | {arrow.format(*(x[1] for x in t))} |")
+        pages = [f"{x[1]} ({x[1] / x[0]:.1%})" if x else "-" for x in t]
+        fpr = [f"{x[3] / x[2]:.2%}" if x else "-" for x in t]
+        lines.append(f"| **{len(unseen)} manuals no round informed** | all | no | {t[-1][0]} | "
+                     f"{arrow.format(*pages)} | {t[-1][2]} | {arrow.format(*fpr)} |")
     if attacks:
         # the attack file compares the last run's model with an earlier one: the first run with its threshold
         first = next((k for k, r in enumerate(runs) if r["threshold"] == attacks["threshold"]["before"]), -2)

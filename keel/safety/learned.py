@@ -469,15 +469,17 @@ def _normal(t:str) -> str:
     "The pattern screen's `normalise`, words joined by a hyphen kept as written (see above)."
     return normalise(t, join_hyphens=False)
 
+_MARK = "«quoted»"   # what stands for a quoted span
+
 def _unquoted(t:str) -> str:
     "Normalised text, quoted spans replaced by a marker when the passage discusses attacks (the patterns' rule)."
-    for a, b in reversed(quoted_spans(t)): t = t[:a] + " «quoted» " + t[b:]
+    for a, b in reversed(quoted_spans(t)): t = t[:a] + f" {_MARK} " + t[b:]
     return t
 
 _SENT = re.compile(r"(?<=[.!?])\s+|\n+")
 _WORD = re.compile(r"[^\W\d_]+")   # a word of letters, in any script: not a number, a dash or a quote marker
 
-def _words(x:str) -> int: return len(_WORD.findall(x.replace("«quoted»", " ")))
+def _words(x:str) -> int: return len(_WORD.findall(x.replace(_MARK, " ")))
 
 def _sentences(v:str) -> list[str]:
     "Each sentence and each pair of adjacent sentences, of five words or more, of a view with at least two sentences."

@@ -253,10 +253,12 @@ _IMPERATIVE_BEFORE = re.compile(   # what may stand before a verb given as an or
     r")\s*$")
 _ABOUT = re.compile(r"\b(?:description|documentation|explanation|overview|summary) of\b")
 
+_NEW = re.compile(r"\S+ (?:a|an|some|new|random)\b")   # a verb, then an indefinite object
+
 def _stated(clause:str, m:re.Match) -> bool:
     "Whether a request for a named secret (passwords, keys, environment variables) states a fact instead of an order."
     if not _SECRET_NOUN.search(m.group()): return False
-    if re.match(r"\S+ (?:a|an|some|new|random)\b", m.group()): return True   # "output a random secret key": a new one
+    if _NEW.match(m.group()): return True   # "output a random secret key": a new one
     # a subject before the verb ("these preferences include the settings of ..."), or "a description of" the secret
     return not _IMPERATIVE_BEFORE.search(clause) or bool(_ABOUT.search(m.group()))
 
