@@ -11,13 +11,17 @@ false-positive rate, with each flagged chunk's page, rule and score. Manuals are
 bench/results/screen-manuals-SOURCE.md). Each round of changes to the screen was measured on manuals added after the
 round before it, and informed by the flagged chunks of the manuals that measured the one before: Git and Sphinx
 measured the first round, Flask, Node.js and CMake the second, Django, SQLAlchemy, Jinja, Click and Werkzeug the
-third, Requests, pytest, cryptography, psycopg2 and Celery the fourth (`FRESH`: they inform nothing). Install the lot with
+third, Requests, pytest, cryptography, psycopg2 and Celery the fourth, Tornado, Scrapy, aiohttp, Hypothesis,
+Coverage.py, Python-Markdown, Babel, Mako, Kombu, lxml, Pygments and CherryPy the fifth (`FRESH`: they inform
+nothing). Install the lot with
 `apt-get install -y python-flask-doc nodejs-doc cmake-doc python-django-doc python-sqlalchemy-doc python-jinja2-doc
 python-click-doc python-werkzeug-doc python-requests-doc python-pytest-doc python-cryptography-doc python-psycopg2-doc
-python-celery-doc`.
+python-celery-doc python-tornado-doc python-scrapy-doc python-aiohttp-doc python-hypothesis-doc python-coverage-doc
+python-markdown-doc python-babel-doc python-mako-doc python-kombu-doc python-lxml-doc python-pygments-doc
+python-cherrypy3-doc`.
 
     .venv/bin/python bench/screen_manuals.py [--manual NAME ...] [--limit N] [--name before]
-    .venv/bin/python bench/screen_manuals.py --compare before previous round2 round3 after   # results/screen-manuals.md
+    .venv/bin/python bench/screen_manuals.py --compare before previous round2 round3 round4 after   # results/screen-manuals.md
 """
 import argparse, hashlib, json, sys, time
 from pathlib import Path
@@ -42,7 +46,19 @@ MANUALS = {"python3-doc": "/usr/share/doc/python3-doc/html", "sqlite3-doc": "/us
            "python-pytest-doc": "/usr/share/doc/python-pytest-doc/html",
            "python-cryptography-doc": "/usr/share/doc/python-cryptography-doc/html",
            "python-psycopg2-doc": "/usr/share/doc/python-psycopg2-doc/html",
-           "python-celery-doc": "/usr/share/doc/python-celery-doc/html"}
+           "python-celery-doc": "/usr/share/doc/python-celery-doc/html",
+           "python-tornado-doc": "/usr/share/doc/python-tornado-doc/html",
+           "python-scrapy-doc": "/usr/share/doc/python-scrapy-doc/html",
+           "python-aiohttp-doc": "/usr/share/doc/python-aiohttp-doc/html",
+           "python-hypothesis-doc": "/usr/share/doc/python-hypothesis-doc/html",
+           "python-coverage-doc": "/usr/share/doc/python-coverage-doc/html",
+           "python-markdown-doc": "/usr/share/doc/python-markdown-doc/docs",
+           "python-babel-doc": "/usr/share/doc/python-babel-doc/html",
+           "python-mako-doc": "/usr/share/doc/python-mako-doc/html",
+           "python-kombu-doc": "/usr/share/doc/python-kombu-doc/html",
+           "python-lxml-doc": "/usr/share/doc/python-lxml-doc/html",
+           "python-pygments-doc": "/usr/share/doc/python-pygments-doc/html",
+           "python-cherrypy3-doc": "/usr/share/doc/python-cherrypy3-doc/html"}
 
 def page_digest(rel:str) -> str:
     "The SHA-256 (hex) of a page's path inside its manual: what the page splits are drawn from."
@@ -132,15 +148,18 @@ def compare_table(*runs:dict, attacks:dict|None=None, fitted=None, names=None) -
 INFORMED = ("python3-doc", "sqlite3-doc")   # their tune pages' chunks are among the packaged model's negatives
 # which pages informed the pattern rules and the views, round by round (bench/results/screen-manuals-SOURCE.md): the
 # tune pages of three manuals first; the flagged chunks of both splits of all five for the second round; those of
-# Flask, Node.js and CMake for the third; those of Django, SQLAlchemy, Jinja, Click and Werkzeug for the fourth.
-# Requests, pytest, cryptography, psycopg2 and Celery inform nothing.
+# Flask, Node.js and CMake for the third; those of Django, SQLAlchemy, Jinja, Click and Werkzeug for the fourth;
+# those of Requests, pytest, cryptography, psycopg2 and Celery for the fifth. The twelve manuals added after the
+# fourth round inform nothing.
 _BOTH = {"tune": ("rules",), "held_out": ("rules",)}
 RULES_FROM = {n: _BOTH for n in ("python3-doc", "sqlite3-doc", "postgresql-doc-15", "git-doc", "sphinx-doc",
                                  "python-flask-doc", "nodejs-doc", "cmake-doc", "python-django-doc",
                                  "python-sqlalchemy-doc", "python-jinja2-doc", "python-click-doc",
-                                 "python-werkzeug-doc")}
-FRESH = ("python-requests-doc", "python-pytest-doc", "python-cryptography-doc", "python-psycopg2-doc",
-         "python-celery-doc")   # no page of these informed anything
+                                 "python-werkzeug-doc", "python-requests-doc", "python-pytest-doc",
+                                 "python-cryptography-doc", "python-psycopg2-doc", "python-celery-doc")}
+FRESH = ("python-tornado-doc", "python-scrapy-doc", "python-aiohttp-doc", "python-hypothesis-doc", "python-coverage-doc",
+         "python-markdown-doc", "python-babel-doc", "python-mako-doc", "python-kombu-doc", "python-lxml-doc",
+         "python-pygments-doc", "python-cherrypy3-doc")   # no page of these informed anything
 
 def main():
     ap = argparse.ArgumentParser()

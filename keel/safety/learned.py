@@ -138,11 +138,11 @@ _JSONV = re.compile(r"\"[\w -]{1,40}\"\s*:\s*\"([^\"]{3,})\"")
 _TAG = re.compile(r"<[^>]{0,500}>")
 
 def markup_text(text:str) -> list[str]:
-    "Text markup keeps from a reader: comments, hidden elements, attributes, image titles, JSON values."
+    "Text markup keeps from a reader (comments, hidden elements, attributes, image titles, JSON values) of two words."
     out = list(html_comments(text)) + [m.group(2) for rx in (HIDDEN_HTML, _HIDE) for m in rx.finditer(text)]
     out += [m.group(1) or m.group(2) for m in _ATTR.finditer(text)]
     out += [m.group(1) for rx in (_MDIMG, _MDCOMMENT, _JSONV) for m in rx.finditer(text)]
-    return [t for o in out if len(t := _TAG.sub(" ", o).strip()) >= 3]
+    return [t for o in out if _TWO_WORDS.search(t := _TAG.sub(" ", o).strip())]   # one word is no instruction
 
 # %% ../../nbs/20a_safety_learned.ipynb #f8bda20d
 GLOSSARY = """
