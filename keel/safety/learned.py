@@ -411,7 +411,7 @@ def _glossary(text:str) -> tuple[dict, dict]:
     return words, parts
 
 GLOSS, _PART = _glossary(GLOSSARY)
-_WORD = re.compile(r"[^\W\d_]+")
+_WORD = re.compile(r"[^\W\d_]+")   # a word of letters, in any script: not a number, a dash or a quote marker
 _SENTENCE = re.compile(r"(?<=[.!?;:])\s+|\n+")
 _ELISION = re.compile(r"(?<=[^\W\d_])['’](?=[^\W\d_])")
 
@@ -477,7 +477,6 @@ def _unquoted(t:str) -> str:
     return t
 
 _SENT = re.compile(r"(?<=[.!?])\s+|\n+")
-_WORD = re.compile(r"[^\W\d_]+")   # a word of letters, in any script: not a number, a dash or a quote marker
 
 def _words(x:str) -> int: return len(_WORD.findall(x.replace(_MARK, " ")))
 
