@@ -42,6 +42,7 @@ def rows_to_fit(m) -> list[dict]:
     for i in load_screen_set(ROOT/"golden/safety/screen_set.jsonl"):
         if i.get("split") != "train": continue
         p, _, v = m.best_view(i["text"])
+        if p < 0.5: continue
         out.append(dict(src="labelled", attack=i["label"] == "injection", p=p, view=v, pat=screen(i["text"]).quarantine,
                         group=i.get("family") if i["label"] == "injection" else i.get("template", i["id"])))
     for n in (n for n in MANUALS if n not in FRESH and Path(MANUALS[n]).exists()):
@@ -51,7 +52,7 @@ def rows_to_fit(m) -> list[dict]:
                 if p >= 0.5: out.append(dict(src="manual", attack=False, p=p, view=v, pat=screen(t).quarantine,
                                              group=f"{n}:{rel}"))
         print(f"{n}: {len(out)} rows so far", flush=True)
-    return [r for r in out if r["p"] >= 0.5]
+    return out
 
 def logit(p): p = np.clip(np.asarray(p, dtype=float), 1e-6, 1 - 1e-6); return np.log(p / (1 - p))
 
@@ -67,6 +68,15 @@ def main():
     alone = (p >= m.threshold) & ~np.array([r["pat"] for r in rows])            # quarantined by the learned layer alone
     manual = np.array([r["src"] == "manual" for r in rows])
     res = dict(threshold=round(m.threshold, 3), keep=KEEP, rows=len(rows), attacks=int(y.sum()), variants={})
+    lone = {}   # per held-out set: what the learned layer alone quarantines (kind, embedded view, score), found once
+    for set_name, xs in attack_sets().items():
+        kinds, views, scores = [], [], []
+        for i in xs:
+            q, _, v = m.best_view(i["text"])
+            if q < m.threshold or screen(i["text"]).quarantine: continue
+            kinds.append("attacks" if i["label"] == "injection" else "benign"); views.append(v); scores.append(q)
+        Eh = np.asarray(emb.embed(views), dtype=np.float32).reshape(len(views), -1)
+        lone[set_name] = (np.array(kinds), Eh, np.array(scores))
     for name, X in (("embedding", E), ("embedding and logit", np.hstack([E, logit(p)[:, None] / 4]))):
         oof = np.zeros(len(y))
         for tr, te in GroupKFold(n_splits=5).split(X, y, groups):
@@ -78,19 +88,14 @@ def main():
                  train_attacks_alone=int((alone & (y == 1)).sum()),
                  manual_released=int((oof[alone & manual] < veto).sum()), manual_alone=int((alone & manual).sum()),
                  held_out={})
-        for set_name, xs in attack_sets().items():
-            got = dict(attacks_alone=0, attacks_released=0, benign_alone=0, benign_released=0)
-            for i in xs:
-                q, _, v = m.best_view(i["text"])
-                if q < m.threshold or screen(i["text"]).quarantine: continue
-                x = np.asarray(emb.embed([v]), dtype=np.float32)
-                if name != "embedding": x = np.hstack([x, logit([q])[:, None] / 4])
-                k = "attacks" if i["label"] == "injection" else "benign"
-                got[f"{k}_alone"] += 1; got[f"{k}_released"] += int(lr.predict_proba(x)[0, 1] < veto)
-            r["held_out"][set_name] = got
+        for set_name, (kinds, Eh, ph) in lone.items():
+            x = Eh if name == "embedding" else np.hstack([Eh, logit(ph)[:, None] / 4])
+            out = lr.predict_proba(x)[:, 1] < veto
+            r["held_out"][set_name] = {f"{k}_{c}": int(((kinds == k) & w).sum()) for k in ("attacks", "benign")
+                                       for c, w in (("alone", np.ones(len(kinds), dtype=bool)), ("released", out))}
         res["variants"][name] = r
         print(name, json.dumps(r), flush=True)
-    att = np.sort(p[alone & (y == 1)])                                          # the plain threshold rise, for comparison
+    att = np.sort(p[alone & (y == 1)])                                    # the plain threshold rise, for comparison
     k = res["variants"]["embedding and logit"]["train_attacks_released"]
     rise = float(att[k]) if k < len(att) else 1.0
     res["threshold_rise"] = dict(to=round(rise, 4), train_attacks_released=int((att < rise).sum()),
