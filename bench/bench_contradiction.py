@@ -155,15 +155,17 @@ def score(rows:list[dict], passages_of:dict) -> dict:
                 by_edit={k: dict(n=v["n"], flagged=v["flagged"], rate=round(v["flagged"] / v["n"], 4))
                          for k, v in sorted(by.items())})
 
-def score_answers(answers:Path, labels:Path) -> dict:
-    "The check against hand labels of real model sentences: recall, false flags, precision, and the misses."
+def score_answers(answers:Path, labels:Path, split:str|None=None) -> dict:
+    "The check against hand labels of real model sentences (of one `split`): recall, false flags, precision, misses."
     import yaml
-    lab = {(r["item"], r["sentence"]): r for r in yaml.safe_load(labels.read_text())["sentences"]}
+    lab = {(r["item"], r["sentence"]): r for r in yaml.safe_load(labels.read_text())["sentences"]
+           if split is None or r.get("split", "tune") == split}
     rows = json.loads(answers.read_text())["sentences"]
     out, tp, fp, pos, neg, unlabelled = [], 0, 0, 0, 0, 0
     for r in rows:
         l = lab.get((r["item"], r["sentence"]))
-        if l is None: unlabelled += 1; continue
+        if l is None:
+            unlabelled += split is None; continue
         c = contradiction(r["sentence"], [p["text"] for p in r["passages"]], r["question"])
         pos += l["contradicted"]; neg += not l["contradicted"]
         tp += bool(c) and l["contradicted"]; fp += bool(c) and not l["contradicted"]
@@ -173,6 +175,17 @@ def score_answers(answers:Path, labels:Path) -> dict:
     return dict(sentences=pos + neg, unlabelled=unlabelled, contradictions=pos, recall=round(tp / pos, 4) if pos else None,
                 faithful=neg, false_flag_rate=round(fp / neg, 4) if neg else None,
                 precision=round(tp / (tp + fp), 4) if tp + fp else None, flagged=tp + fp, errors=out)
+
+def merge_scores(scores:list[dict]) -> dict:
+    "One `score_answers` result for several answer files: counts added, rates computed again."
+    n = {k: sum(s[k] for s in scores) for k in ("sentences", "unlabelled", "contradictions", "faithful", "flagged")}
+    errs = [e for s in scores for e in s["errors"]]
+    tp = n["contradictions"] - sum(1 for e in errs if e["labelled"])
+    fp = sum(1 for e in errs if not e["labelled"])
+    return dict(sentences=n["sentences"], unlabelled=n["unlabelled"], contradictions=n["contradictions"],
+                recall=round(tp / n["contradictions"], 4) if n["contradictions"] else None, faithful=n["faithful"],
+                false_flag_rate=round(fp / n["faithful"], 4) if n["faithful"] else None,
+                precision=round(tp / (tp + fp), 4) if tp + fp else None, flagged=n["flagged"], errors=errs)
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -199,12 +212,17 @@ def main(argv=None):
               f"({s['contradictions']})  false flags {s['false_flag_rate']:.3f} ({s['faithful']}; "
               f"edited {s['false_flag_rate_edited']:.3f})  precision {s['precision']}", flush=True)
         print("          " + "  ".join(f"{k} {v['flagged']}/{v['n']}" for k, v in s["by_edit"].items()), flush=True)
-    ans, lab = OUT / "contradiction-answers.json", ROOT / "bench" / "contradiction_labels.yaml"
-    real = score_answers(ans, lab) if ans.exists() and lab.exists() and not a.corpus else None
-    if real:
-        print(f"real answers, hand-labelled: {real['sentences']} sentences, {real['contradictions']} contradicted; "
-              f"recall {real['recall']}  false flags {real['false_flag_rate']}  precision {real['precision']}")
-    out = dict(corpora=res, errors=examples, real_answers=real, seconds=round(time.perf_counter() - t0, 1))
+    real = {}
+    sets = (("real_answers", [""], None), ("real_answers_fresh_tune", ["-fresh"], "tune"),
+            ("real_answers_fresh", ["-fresh", "-fresh-b"], "held-out"))
+    for name, suffixes, split in sets:
+        files = [(OUT / f"contradiction-answers{x}.json", ROOT / "bench" / f"contradiction_labels{x.replace('-', '_')}.yaml")
+                 for x in suffixes]
+        if a.corpus or not all(ans.exists() and lab.exists() for ans, lab in files): continue
+        r = real[name] = dict(split=split or "tune", **merge_scores([score_answers(*f, split) for f in files]))
+        print(f"{name}, hand-labelled ({r['split']}): {r['sentences']} sentences, {r['contradictions']} contradicted; "
+              f"recall {r['recall']}  false flags {r['false_flag_rate']}  precision {r['precision']}")
+    out = dict(corpora=res, errors=examples, **real, seconds=round(time.perf_counter() - t0, 1))
     Path(a.out).write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"wrote {a.out}")
 
