@@ -40,21 +40,24 @@ _NUM_WORDS = dict(zip("two three four five six seven eight nine ten eleven twelv
                       "seventeen eighteen nineteen twenty thirty forty fifty sixty hundred thousand".split(),
                       [*range(2, 21), 30, 40, 50, 60, 100, 1000]))
 _SCI = r"\d+(?:\.\d+)?(?:[eE][+-]?\d+|\s*[x\u00d7]\s*10\^[+-]?\d+)"   # 1.4e+14, 2.8 x 10^14
-_FIG_RE = re.compile(_SCI + r"|\b\d{1,2}:\d{2}\b|\d+(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\b(?:" + "|".join(_NUM_WORDS)
-                     + r")\b", re.I)
+_GAP = "[ \u00a0\u2009\u202f]"   # a space between groups of three digits: 25 866
+_FIG_RE = re.compile(_SCI + r"|\b\d{1,2}:\d{2}\b|\d+(?:,\d{3})+(?:\.\d+)?|\b\d{1,3}(?:" + _GAP + r"\d{3})+\b(?![.,]\d)"
+                     + r"|\d+(?:\.\d+)?|\b(?:" + "|".join(_NUM_WORDS) + r")\b", re.I)
+_LABEL = re.compile(r"^\s*\(\d{1,2}\)(?=\s)")   # a list label opening a line, "(4) What datatypes...": no figure
 CITE_MARK = re.compile(r"\[\s*\d+(?:\s*[,;]\s*\d+)*\s*\]")
 
 def _norm_figure(s:str) -> str:
     s = s.lower()
     if s in _NUM_WORDS: return str(_NUM_WORDS[s])
     if ":" in s: h, m = s.split(":"); return f"{int(h)}:{m}"
-    v = float(re.sub(r"\s*[x\u00d7]\s*10\^", "e", s.replace(",", "")))
+    v = float(re.sub(r"\s*[x\u00d7]\s*10\^", "e", re.sub(",|" + _GAP + r"(?=\d{3})", "", s)))
     return str(int(v)) if v.is_integer() else repr(v)
 
 def figure_mentions(text:str) -> list[tuple[str, int, int]]:
     "Each figure of `text` with citation markers blanked out: its normalised value, start and end."
-    return [(_norm_figure(m.group()), m.start(), m.end()) for m in _FIG_RE.finditer(CITE_MARK.sub(
-        lambda m: " " * len(m.group()), text))]
+    blank = lambda m: " " * len(m.group())
+    return [(_norm_figure(m.group()), m.start(), m.end()) for m in _FIG_RE.finditer(_LABEL.sub(blank, CITE_MARK.sub(
+        blank, text)))]
 
 def figures(text:str) -> set[str]:
     "The normalised figures of `text` (citation markers ignored)."

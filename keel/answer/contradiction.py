@@ -6,12 +6,12 @@
 from __future__ import annotations
 import re
 from dataclasses import dataclass
-from .attribution import terms, statements, figures, figure_mentions, CITE_MARK, UNITS, Attributed
+from .attribution import terms, statements, figures, figure_mentions, context, CITE_MARK, UNITS, Attributed
 
 # %% auto #0
-__all__ = ['NEGATIONS', 'NEGATIVE_WORDS', 'CONTRARIES', 'ALIGN', 'CLAUSE', 'BAND', 'tokens', 'root', 'stem', 'opposite',
+__all__ = ['NEGATIONS', 'NEGATIVE_WORDS', 'CONTRARIES', 'ALIGN', 'CLAUSE', 'OTHER', 'BAND', 'tokens', 'root', 'stem', 'opposite',
            'clauses', 'negations', 'content', 'claim_of', 'about', 'flipped', 'figure_units', 'figure_clash',
-           'Contradiction', 'contradiction', 'mark']
+           'figure_elsewhere', 'Contradiction', 'contradiction', 'mark']
 
 # %% ../../nbs/30b_answer_contradiction.ipynb #c476cd16
 _CONTRACT = [(r"\bcan't\b|\bcannot\b", "can not"), (r"\bwon't\b", "will not"), (r"\bshan't\b", "shall not"),
@@ -183,6 +183,30 @@ def figure_clash(claim:str, # the statement an answer sentence makes
                 return "figure", f"gives {v} where the passage gives {g}"
     return None
 
+# %% ../../nbs/30b_answer_contradiction.ipynb #f3a1c0df
+OTHER = 0.5   # share of a claim's context words the statement most about it must hold for `figure_elsewhere`
+_DURATION = {stem(w)
+             for w in "second seconds minute minutes hour hours day days week weeks month months year years".split()}
+
+def _dimension(kind:str, unit:set[str]) -> tuple: return ("duration",) if unit & _DURATION else (kind, frozenset(unit))
+
+def figure_elsewhere(claim:str, # the statement an answer sentence makes
+                     passages:list[str] # the passages it was answered from
+                    ) -> tuple[str, str, int]|None:
+    "(detail, statement, passage index) for a figure of `claim` the passages give only for something else."
+    a = context(claim)
+    if len(a) < 2: return None
+    st = sorted(((len(a & context(s)), i, s) for i, p in enumerate(passages) for s in statements(p)),
+                key=lambda x: -x[0])
+    if not st or st[0][0] < OTHER * len(a): return None
+    best, i, s = st[0]
+    have = figures(claim)
+    for v, kind, unit in figure_units(claim):
+        if any(n >= best for n, _, x in st if v in figures(x)): continue
+        for g, k2, u2 in figure_units(s):
+            if g not in have and (unit or u2) and _dimension(k2, u2) == _dimension(kind, unit):
+                return f"gives {v} where the passage gives {g}", s, i
+
 # %% ../../nbs/30b_answer_contradiction.ipynb #5d9f85b0
 @dataclass(frozen=True)
 class Contradiction:
@@ -214,6 +238,7 @@ def contradiction(sentence:str, # an answer sentence, with or without [n] marker
     if near and all(flips): return Contradiction(*flips[0], near[0][2], near[0][1] + 1)
     for _, i, s in near:
         if r := figure_clash(claim, s, [x[2] for x in near]): return Contradiction(*r, s, i + 1)
+    if r := figure_elsewhere(claim, passages): return Contradiction("figure", r[0], r[1], r[2] + 1)
     return None
 
 # %% ../../nbs/30b_answer_contradiction.ipynb #b90ad801
