@@ -216,8 +216,8 @@ def main(argv=None):
     sets = (("real_answers", [""], None), ("real_answers_fresh_tune", ["-fresh"], "tune"),
             ("real_answers_fresh", ["-fresh", "-fresh-b"], "held-out"))
     for name, suffixes, split in sets:
-        files = [(OUT / f"contradiction-answers{x}.json", ROOT / "bench" / f"contradiction_labels{x.replace('-', '_')}.yaml")
-                 for x in suffixes]
+        files = [(OUT / f"contradiction-answers{x}.json",
+                  ROOT / "bench" / f"contradiction_labels{x.replace('-', '_')}.yaml") for x in suffixes]
         if a.corpus or not all(ans.exists() and lab.exists() for ans, lab in files): continue
         r = real[name] = dict(split=split or "tune", **merge_scores([score_answers(*f, split) for f in files]))
         print(f"{name}, hand-labelled ({r['split']}): {r['sentences']} sentences, {r['contradictions']} contradicted; "

@@ -5,7 +5,7 @@ and answered by the default generative model. Its raw reply (before Keel drops u
 sentences) is split into sentences and written, with the passages the model saw, to
 `bench/results/contradiction-answers.json`. A person labels each sentence in
 `bench/contradiction_labels.yaml` (`contradicted: true` when a passage in front of the model says the opposite or
-gives another figure for the same thing); `bench/bench_contradiction.py --answers` scores the check against those
+gives another figure for the same thing); `bench/bench_contradiction.py` scores the check against those
 labels.
 
     python bench/contradiction_answers.py           # about ten seconds a question on two cores
@@ -43,7 +43,8 @@ def fresh(ctx, name:str) -> list:
     from bench_contradiction import SHARED
     questions, pages, span = FRESH[name]
     missing = [p for p in pages if not (SQLITE_DOCS / f"{p}.html").exists()]
-    if missing: sys.exit(f"the SQLite manual is not installed (no {missing[0]}.html); run: apt-get install -y sqlite3-doc")
+    if missing:
+        sys.exit(f"the SQLite manual is not installed (no {missing[0]}.html); run: apt-get install -y sqlite3-doc")
     if not (SHARED / "pubmedqa-dev" / "pqal_dev.json").exists(): sys.exit(f"no PubMedQA dev set under {SHARED}")
     for p in pages: ctx.ingestor.ingest_path(SQLITE_DOCS / f"{p}.html", title=p, acl_tags=("public",))
     own = {p.stem.removeprefix("pubmed-") for p in (ROOT / "examples" / "own-documents" / "docs").glob("*.txt")}
@@ -62,9 +63,10 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--set", choices=("golden", *FRESH), default="golden",
                     help="the golden and own-documents questions (default), or a fresh set")
-    ap.add_argument("--out", help="default bench/results/contradiction-answers[-fresh].json")
+    ap.add_argument("--out", help="default bench/results/contradiction-answers[-SET].json")
     a = ap.parse_args(argv)
-    a.out = a.out or str(ROOT / "bench" / "results" / f"contradiction-answers{'' if a.set == 'golden' else '-' + a.set}.json")
+    suffix = "" if a.set == "golden" else "-" + a.set
+    a.out = a.out or str(ROOT / "bench" / "results" / f"contradiction-answers{suffix}.json")
     t0, rows = time.perf_counter(), []
     with tempfile.TemporaryDirectory() as d:
         ctx = build_context(load_settings(env={}, dotenv=None, data_dir=Path(d)))
