@@ -214,7 +214,8 @@ def main(argv=None):
         print("          " + "  ".join(f"{k} {v['flagged']}/{v['n']}" for k, v in s["by_edit"].items()), flush=True)
     real = {}
     sets = (("real_answers", [""], None), ("real_answers_fresh_tune", ["-fresh"], "tune"),
-            ("real_answers_fresh", ["-fresh", "-fresh-b"], "held-out"))
+            ("real_answers_fresh", ["-fresh", "-fresh-b"], "held-out"),
+            ("real_answers_fresh_c", ["-fresh-c", "-fresh-d"], "held-out"))   # labelled after every rule change
     for name, suffixes, split in sets:
         files = [(OUT / f"contradiction-answers{x}.json",
                   ROOT / "bench" / f"contradiction_labels{x.replace('-', '_')}.yaml") for x in suffixes]

@@ -16,7 +16,9 @@ labels.
 `examples/own-documents` nor the synthetic pairs of `bench/bench_contradiction.py` use, each with its own
 question. It writes `bench/results/contradiction-answers-fresh.json`, labelled in
 `bench/contradiction_labels_fresh.yaml`. `--set fresh-b` is a third: the SQLite FAQ with the questions in
-`bench/contradiction_questions_faq.yaml` and the next 40 abstracts (`-fresh-b` files).
+`bench/contradiction_questions_faq.yaml` and the next 40 abstracts (`-fresh-b` files); `--set fresh-c` a fourth,
+"Appropriate Uses For SQLite" (`contradiction_questions_whentouse.yaml`) and the last 36 abstracts; `--set fresh-d`
+"Write-Ahead Logging" (`contradiction_questions_wal.yaml`) alone, the abstracts being used up.
 """
 from __future__ import annotations
 import argparse, json, sys, tempfile, time
@@ -36,7 +38,9 @@ SQLITE_DOCS = Path("/usr/share/doc/sqlite3")
 # set: (its questions, the manual's pages they were written from, PubMedQA abstracts after the 360 that
 # bench_contradiction.pubmed_docs makes its synthetic pairs from)
 FRESH = {"fresh": ("contradiction_questions.yaml", ("quirks", "autoinc", "limits"), (360, 400)),
-         "fresh-b": ("contradiction_questions_faq.yaml", ("faq",), (400, 440))}
+         "fresh-b": ("contradiction_questions_faq.yaml", ("faq",), (400, 440)),
+         "fresh-c": ("contradiction_questions_whentouse.yaml", ("whentouse",), (440, 476)),
+         "fresh-d": ("contradiction_questions_wal.yaml", ("wal",), (476, 476))}
 
 def fresh(ctx, name:str) -> list:
     "Ingest the documents of fresh set `name` into `ctx`; its questions as golden items."
