@@ -58,7 +58,14 @@ MANUALS = {"python3-doc": "/usr/share/doc/python3-doc/html", "sqlite3-doc": "/us
            "python-kombu-doc": "/usr/share/doc/python-kombu-doc/html",
            "python-lxml-doc": "/usr/share/doc/python-lxml-doc/html",
            "python-pygments-doc": "/usr/share/doc/python-pygments-doc/html",
-           "python-cherrypy3-doc": "/usr/share/doc/python-cherrypy3-doc/html"}
+           "python-cherrypy3-doc": "/usr/share/doc/python-cherrypy3-doc/html",
+           "apache2-doc": "/usr/share/doc/apache2-doc/manual/en",
+           **{n: f"/usr/share/doc/{n}/html" for n in (
+               "python-attr-doc", "python-pint-doc", "python-greenlet-doc", "python-sqlparse-doc", "python-bs4-doc",
+               "python-black-doc", "python-dask-doc", "python-behave-doc", "python-blinker-doc",
+               "python-configobj-doc", "python-cookiecutter-doc", "python-doit-doc", "python-factory-boy-doc",
+               "python-flask-login-doc")},
+           "python-djangorestframework-doc": "/usr/share/doc/python3-djangorestframework/html"}
 
 def page_digest(rel:str) -> str:
     "The SHA-256 (hex) of a page's path inside its manual: what the page splits are drawn from."

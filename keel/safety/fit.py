@@ -9,7 +9,7 @@ from collections import Counter
 from pathlib import Path
 from ..errors import InputError
 from .screen import screen
-from .learned import CLASS_WEIGHT, LearnedScreen, view_features, views, save_model, default_model_path
+from .learned import CLASS_WEIGHT, MIN_FEATURES, LearnedScreen, view_features, views, save_model, default_model_path
 
 # %% auto #0
 __all__ = ['view_texts', 'feature_matrix', 'fit_view_model', 'score_items', 'lowest_threshold', 'kind_threshold', 'fit_screen',
@@ -133,7 +133,7 @@ def fit_screen(items:list[dict], # labelled passages: text, label (injection|ben
         conf = min(conf, thr)
     w = {k: float(c) for k, c in zip(names, lr.coef_[0]) if abs(c) >= 1e-4}
     meta = dict(C=C, min_df=min_df, target_fpr=target_fpr, target_fpr_both=target_fpr_both, folds=folds, n=len(items),
-                injections=int(y.sum()), views=True, class_weight=cw, **oof)
+                injections=int(y.sum()), views=True, class_weight=cw, min_features=MIN_FEATURES, **oof)
     if benign_views or kind_fpr: meta.update(benign_views=benign_views, kind_fpr=kind_fpr or {})
     if calibration: meta.update(calibration=len(calibration))
     return LearnedScreen(w, float(lr.intercept_[0]), thr, meta, conf)

@@ -23,10 +23,10 @@ from keel.safety.screen import (
 )
 
 # %% auto #0
-__all__ = ['GLOSSARY', 'LANGS', 'GLOSS', 'CLASS_WEIGHT', 'undo', 'decoded', 'markup_text', 'gloss', 'views', 'word_classes',
-           'class_grams', 'roles', 'role_grams', 'view_features', 'features', 'LearnedScreen', 'save_model',
-           'load_model', 'default_model_path', 'default_model', 'screen_learned', 'screen_confirmed', 'result_text',
-           'verdict_row']
+__all__ = ['GLOSSARY', 'LANGS', 'GLOSS', 'CLASS_WEIGHT', 'MIN_FEATURES', 'undo', 'decoded', 'markup_text', 'gloss', 'views',
+           'word_classes', 'class_grams', 'roles', 'role_grams', 'view_features', 'features', 'LearnedScreen',
+           'save_model', 'load_model', 'default_model_path', 'default_model', 'screen_learned', 'screen_confirmed',
+           'result_text', 'verdict_row']
 
 # %% ../../nbs/20a_safety_learned.ipynb #0abdf642
 _FUNCTION = frozenset("""the a an and or but of to in on at for with from by as is are was were be been has have had do
@@ -606,13 +606,17 @@ def _grams(t:str) -> set[str]:
     s = " ".join(t.split())
     return out | {f"c:{s[i:i + n]}" for n in (3, 4, 5) for i in range(len(s) - n + 1)}
 
+MIN_FEATURES = 200   # a view with fewer features is scaled as if it had this many, for models fitted from now on
+
 def view_features(v:str, # a view (normalised text)
-                  class_weight:float|None=None # a class feature's value relative to an n-gram's; None: `CLASS_WEIGHT`
+                  class_weight:float|None=None, # a class feature's value relative to an n-gram's; None: `CLASS_WEIGHT`
+                  min_features:int|None=None # scale as if a view had at least this many features; None: `MIN_FEATURES`
                  ) -> dict[str, float]:
     "The features of one view: n-gram, word-class and role presence, scaled by the number of features."
     cw = CLASS_WEIGHT if class_weight is None else class_weight
     grams, classes = _grams(v), class_grams(v) | role_grams(v) if cw else set()   # 0: the n-grams alone
-    unit = 1 / math.sqrt(len(grams) + len(classes) or 1)
+    floor = MIN_FEATURES if min_features is None else min_features
+    unit = 1 / math.sqrt(max(len(grams) + len(classes), floor, 1))
     return {**dict.fromkeys(grams, unit), **dict.fromkeys(classes, cw * unit)}
 
 def features(text:str, class_weight:float|None=None) -> dict[str, float]:
@@ -627,12 +631,13 @@ class LearnedScreen:
         self.weights, self.bias, self.threshold, self.meta, self.confirm = (
             weights, float(bias), float(threshold), meta or {}, float(confirm))
         self.class_weight = float(self.meta.get("class_weight", 0.0))   # what it was fitted with (none before classes)
+        self.min_features = int(self.meta.get("min_features", 0))        # ... and its floor (none before the floor)
     def __repr__(self):
         return f"LearnedScreen({len(self.weights)} weights, threshold {self.threshold:.3f}, confirm {self.confirm:.3f})"
 
     def view_prob(self, v:str) -> float:
         "The model's probability that one view (normalised text) is an injection."
-        z = self.bias + sum(self.weights.get(k, 0.0) * x for k, x in view_features(v, self.class_weight).items())
+        z = self.bias + sum(self.weights.get(k, 0.0) * x for k, x in view_features(v, self.class_weight, self.min_features).items())
         return 1 / (1 + math.exp(-max(-60.0, min(60.0, z))))
 
     def best_view(self, text:str) -> tuple[float, str, str]:
