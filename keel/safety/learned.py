@@ -637,7 +637,8 @@ class LearnedScreen:
 
     def view_prob(self, v:str) -> float:
         "The model's probability that one view (normalised text) is an injection."
-        z = self.bias + sum(self.weights.get(k, 0.0) * x for k, x in view_features(v, self.class_weight, self.min_features).items())
+        fs = view_features(v, self.class_weight, self.min_features)
+        z = self.bias + sum(self.weights.get(k, 0.0) * x for k, x in fs.items())
         return 1 / (1 + math.exp(-max(-60.0, min(60.0, z))))
 
     def best_view(self, text:str) -> tuple[float, str, str]:
