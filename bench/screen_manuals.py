@@ -168,12 +168,12 @@ RULES_FROM = {n: _BOTH for n in ("python3-doc", "sqlite3-doc", "postgresql-doc-1
                                  "python-flask-doc", "nodejs-doc", "cmake-doc", "python-django-doc",
                                  "python-sqlalchemy-doc", "python-jinja2-doc", "python-click-doc",
                                  "python-werkzeug-doc", "python-requests-doc", "python-pytest-doc",
-                                 "python-cryptography-doc", "python-psycopg2-doc", "python-celery-doc", "python-tornado-doc",
-                                 "python-scrapy-doc", "python-aiohttp-doc", "python-hypothesis-doc", "python-coverage-doc",
-                                 "python-markdown-doc", "python-babel-doc", "python-mako-doc", "python-kombu-doc",
-                                 "python-lxml-doc", "python-pygments-doc", "python-cherrypy3-doc")}
-FRESH = ("apache2-doc", "python-attr-doc", "python-pint-doc", "python-greenlet-doc", "python-sqlparse-doc", "python-bs4-doc",
-         "python-black-doc", "python-dask-doc", "python-behave-doc", "python-blinker-doc", "python-configobj-doc",
+                                 "python-cryptography-doc", "python-psycopg2-doc", "python-celery-doc",
+                                 "python-tornado-doc", "python-scrapy-doc", "python-aiohttp-doc", "python-hypothesis-doc",
+                                 "python-coverage-doc", "python-markdown-doc", "python-babel-doc", "python-mako-doc",
+                                 "python-kombu-doc", "python-lxml-doc", "python-pygments-doc", "python-cherrypy3-doc")}
+FRESH = ("apache2-doc", "python-attr-doc", "python-pint-doc", "python-greenlet-doc", "python-sqlparse-doc",
+         "python-bs4-doc", "python-black-doc", "python-dask-doc", "python-behave-doc", "python-blinker-doc", "python-configobj-doc",
          "python-cookiecutter-doc", "python-doit-doc", "python-factory-boy-doc", "python-flask-login-doc",
          "python-djangorestframework-doc")   # no page of these informed anything
 

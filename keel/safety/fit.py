@@ -9,7 +9,8 @@ from collections import Counter
 from pathlib import Path
 from ..errors import InputError
 from .screen import screen
-from .learned import CLASS_WEIGHT, MIN_FEATURES, LearnedScreen, view_features, views, save_model, default_model_path
+from .learned import (CLASS_WEIGHT, MIN_FEATURES, LearnedScreen, view_features, views, save_model,
+                                 default_model_path)
 
 # %% auto #0
 __all__ = ['view_texts', 'feature_matrix', 'fit_view_model', 'score_items', 'lowest_threshold', 'kind_threshold', 'fit_screen',
